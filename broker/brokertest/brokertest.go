@@ -1,0 +1,65 @@
+// Package brokertest starts a real embedded broker for tests: no mocks.
+package brokertest
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/require"
+	"github.com/warrenhq/warren/broker"
+)
+
+// Broker is a running embedded broker with one client connection.
+type Broker struct {
+	Server *broker.Server
+	Conn   *nats.Conn
+	JS     jetstream.JetStream
+	URL    string // TCP URL; other processes can connect
+	Dir    string
+}
+
+// Options tune Start.
+type Options struct {
+	Dir     string // data dir; defaults to t.TempDir()
+	Port    int    // defaults to -1 (a free port)
+	Streams broker.StreamConfig
+}
+
+// Start runs an embedded broker listening on a free loopback port, sets up
+// Warren's streams and stops everything in t.Cleanup.
+func Start(t testing.TB, o Options) *Broker {
+	t.Helper()
+	if o.Dir == "" {
+		o.Dir = t.TempDir()
+	}
+	if o.Port == 0 {
+		o.Port = -1
+	}
+	srv, err := broker.NewServer(broker.Config{DataDir: o.Dir, Port: o.Port})
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	require.NoError(t, srv.Start(ctx))
+	t.Cleanup(srv.Stop)
+	nc, err := broker.Connect(ctx, srv.ClientURL(), "brokertest")
+	require.NoError(t, err)
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	require.NoError(t, err)
+	require.NoError(t, broker.Setup(ctx, js, o.Streams))
+	return &Broker{Server: srv, Conn: nc, JS: js, URL: srv.ClientURL(), Dir: o.Dir}
+}
+
+// Dial opens another client connection to b, closed in t.Cleanup.
+func (b *Broker) Dial(t testing.TB, name string) (*nats.Conn, jetstream.JetStream) {
+	t.Helper()
+	nc, err := broker.Connect(context.Background(), b.URL, name)
+	require.NoError(t, err)
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	require.NoError(t, err)
+	return nc, js
+}

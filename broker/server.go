@@ -1,0 +1,151 @@
+package broker
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/rs/zerolog"
+)
+
+// Config configures an embedded broker.
+type Config struct {
+	// DataDir holds the JetStream file store. Required.
+	DataDir string
+	// Host to listen on. Defaults to 127.0.0.1.
+	Host string
+	// Port to listen on; -1 picks a free port. Defaults to 4222.
+	Port int
+	// DontListen opens no TCP listener: in-process connections only (tests).
+	// Defaults to false.
+	DontListen bool
+	// MaxPayload is the largest message the server accepts. Defaults to 8 MiB
+	// (a task is at most 1 MiB; results carry captured output).
+	MaxPayload int32
+	// ReadyTimeout bounds Start. Defaults to 10s.
+	ReadyTimeout time.Duration
+	// Logger receives server lifecycle logs. Defaults to a disabled logger.
+	Logger zerolog.Logger
+}
+
+// DefaultPort is where `warren broker` and `warren up` listen and where
+// clients look for a local broker.
+const DefaultPort = 4222
+
+func (c Config) withDefaults() Config {
+	c.Host = cmp.Or(c.Host, "127.0.0.1")
+	c.Port = cmp.Or(c.Port, DefaultPort)
+	c.MaxPayload = cmp.Or(c.MaxPayload, 8<<20)
+	c.ReadyTimeout = cmp.Or(c.ReadyTimeout, 10*time.Second)
+	return c
+}
+
+func (c Config) validate() error {
+	if c.DataDir == "" {
+		return errors.New("broker config: DataDir is required")
+	}
+	if c.Port < -1 || c.Port > 65535 {
+		return fmt.Errorf("broker config: Port %d is out of range", c.Port)
+	}
+	return nil
+}
+
+// Server is an embedded nats-server with JetStream.
+type Server struct {
+	cfg Config
+	log zerolog.Logger
+
+	mu      sync.Mutex
+	ns      *server.Server
+	stopped chan struct{}
+	once    sync.Once
+}
+
+// NewServer checks the config; nothing runs until Start.
+func NewServer(cfg Config) (*Server, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	return &Server{cfg: cfg, log: cfg.Logger.With().Str("component", "broker").Logger(), stopped: make(chan struct{})}, nil
+}
+
+// Start runs the server and returns once it accepts connections.
+func (s *Server) Start(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ns != nil {
+		return errors.New("broker: already started")
+	}
+	opts := &server.Options{
+		ServerName: "warren",
+		Host:       s.cfg.Host,
+		Port:       s.cfg.Port,
+		DontListen: s.cfg.DontListen,
+		JetStream:  true,
+		StoreDir:   filepath.Join(s.cfg.DataDir, "jetstream"),
+		MaxPayload: s.cfg.MaxPayload,
+		NoSigs:     true,
+		NoLog:      true,
+	}
+	ns, err := server.NewServer(opts)
+	if err != nil {
+		return fmt.Errorf("broker: configure nats-server: %w", err)
+	}
+	go ns.Start()
+	deadline := s.cfg.ReadyTimeout
+	if d, ok := ctx.Deadline(); ok && time.Until(d) < deadline {
+		deadline = time.Until(d)
+	}
+	if !ns.ReadyForConnections(deadline) {
+		ns.Shutdown()
+		return fmt.Errorf("broker: nats-server not ready within %s (is port %d in use, or %s not writable?)", deadline, s.cfg.Port, s.cfg.DataDir)
+	}
+	s.ns = ns
+	s.log.Info().Str("url", s.ClientURL()).Str("store", opts.StoreDir).Msg("embedded broker ready")
+	return nil
+}
+
+// ClientURL is the URL other processes connect to ("" with DontListen).
+func (s *Server) ClientURL() string {
+	if s.ns == nil || s.cfg.DontListen {
+		return ""
+	}
+	return s.ns.ClientURL()
+}
+
+// Connect opens an in-process connection to the server.
+func (s *Server) Connect(opts ...nats.Option) (*nats.Conn, error) {
+	s.mu.Lock()
+	ns := s.ns
+	s.mu.Unlock()
+	if ns == nil {
+		return nil, errors.New("broker: not started")
+	}
+	opts = append([]nats.Option{nats.InProcessServer(ns), nats.Name("warren-inprocess")}, opts...)
+	return nats.Connect("", opts...)
+}
+
+// Stop shuts the server down and waits for it. Safe to call more than once
+// and before Start.
+func (s *Server) Stop() {
+	s.once.Do(func() {
+		s.mu.Lock()
+		ns := s.ns
+		s.mu.Unlock()
+		if ns != nil {
+			ns.Shutdown()
+			ns.WaitForShutdown()
+		}
+		close(s.stopped)
+	})
+}
+
+// Stopped is closed once Stop has finished.
+func (s *Server) Stopped() <-chan struct{} { return s.stopped }

@@ -1,0 +1,89 @@
+package broker_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/require"
+	"github.com/warrenhq/warren/broker"
+	"github.com/warrenhq/warren/broker/brokertest"
+	"github.com/warrenhq/warren/messages"
+)
+
+func TestSetupIsIdempotent(t *testing.T) {
+	b := brokertest.Start(t, brokertest.Options{})
+	ctx := context.Background()
+	require.NoError(t, broker.Setup(ctx, b.JS, broker.StreamConfig{}))
+	for _, name := range []string{messages.StreamTasks, messages.StreamResults, messages.StreamDLQ} {
+		_, err := b.JS.Stream(ctx, name)
+		require.NoError(t, err, name)
+	}
+	_, err := broker.EnsureConsumer(ctx, b.JS, "default", "default", broker.ConsumerConfig{})
+	require.NoError(t, err)
+	_, err = broker.EnsureConsumer(ctx, b.JS, "default", "default", broker.ConsumerConfig{})
+	require.NoError(t, err)
+}
+
+func TestTaskDedupByMsgID(t *testing.T) {
+	b := brokertest.Start(t, brokertest.Options{})
+	ctx := context.Background()
+	subj := messages.TaskSubject("default", "default", "b1")
+	for range 3 {
+		_, err := b.JS.PublishMsg(ctx, &nats.Msg{Subject: subj, Data: []byte(`{}`), Header: nats.Header{messages.HeaderMsgID: []string{"b1.t1.1"}}})
+		require.NoError(t, err)
+	}
+	info, err := b.JS.Stream(ctx, messages.StreamTasks)
+	require.NoError(t, err)
+	require.EqualValues(t, 1, info.CachedInfo().State.Msgs)
+}
+
+func TestResultsOnePerAttemptEnforcedByBroker(t *testing.T) {
+	b := brokertest.Start(t, brokertest.Options{})
+	ctx := context.Background()
+	subj := messages.ResultSubject("b1", 1, "t1")
+	_, err := b.JS.Publish(ctx, subj, []byte(`first`))
+	require.NoError(t, err)
+	// A different payload without dedup id: refused by the per-subject limit.
+	_, err = b.JS.Publish(ctx, subj, []byte(`second`))
+	require.Error(t, err)
+	require.True(t, broker.IsResultExists(err), "got %v", err)
+	// Another attempt is kept apart.
+	_, err = b.JS.Publish(ctx, messages.ResultSubject("b1", 2, "t1"), []byte(`replay`))
+	require.NoError(t, err)
+	s, err := b.JS.Stream(ctx, messages.StreamResults)
+	require.NoError(t, err)
+	m, err := s.GetLastMsgForSubject(ctx, subj)
+	require.NoError(t, err)
+	require.Equal(t, "first", string(m.Data))
+}
+
+func TestRestartKeepsStore(t *testing.T) {
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	start := func() (*broker.Server, jetstream.JetStream) {
+		srv, err := broker.NewServer(broker.Config{DataDir: dir, DontListen: true})
+		require.NoError(t, err)
+		require.NoError(t, srv.Start(ctx))
+		nc, err := srv.Connect()
+		require.NoError(t, err)
+		t.Cleanup(nc.Close)
+		js, err := jetstream.New(nc)
+		require.NoError(t, err)
+		require.NoError(t, broker.Setup(ctx, js, broker.StreamConfig{}))
+		return srv, js
+	}
+	srv, js := start()
+	_, err := js.Publish(ctx, messages.TaskSubject("default", "default", "b"), []byte("x"))
+	require.NoError(t, err)
+	srv.Stop()
+	srv.Stop() // idempotent
+	srv2, js2 := start()
+	t.Cleanup(srv2.Stop)
+	s, err := js2.Stream(ctx, messages.StreamTasks)
+	require.NoError(t, err)
+	require.EqualValues(t, 1, s.CachedInfo().State.Msgs)
+}

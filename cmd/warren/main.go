@@ -1,0 +1,138 @@
+// Command warren is Warren's single binary: broker, worker, scheduler
+// client, sandbox runner and doctor. See `warren --help`.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/alecthomas/kong"
+	"github.com/mattn/go-isatty"
+	"github.com/rs/zerolog"
+)
+
+func main() {
+	// sandbox.MaybeInit() is called first once the sandbox init lands.
+	soft, cancelSoft := context.WithCancel(context.Background())
+	hard, cancelHard := context.WithCancel(context.Background())
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	go func() {
+		<-sigs
+		cancelSoft() // first signal: stop taking work, finish what runs
+		<-sigs
+		cancelHard() // second signal: cancel running work
+	}()
+	err := run(soft, hard, os.Args[1:], stdio{In: os.Stdin, Out: os.Stdout, Err: os.Stderr})
+	cancelSoft()
+	cancelHard()
+	os.Exit(exitCode(err, os.Stderr))
+}
+
+// exitCode maps run's error to a process exit status, printing it unless
+// the command already reported it.
+func exitCode(err error, stderr io.Writer) int {
+	if err == nil {
+		return 0
+	}
+	var ec *exitCodeError
+	if errors.As(err, &ec) {
+		return ec.Code
+	}
+	fmt.Fprintf(stderr, "warren: %v\n", err)
+	return 1
+}
+
+type stdio struct {
+	In       io.Reader
+	Out, Err io.Writer
+}
+
+// globals are shared by every command.
+type globals struct {
+	// Ctx is cancelled by the first SIGINT/SIGTERM; HardCtx by the second.
+	Ctx     context.Context
+	HardCtx context.Context
+	Log     zerolog.Logger
+	IO      stdio
+
+	NATS     string `name:"nats" env:"WARREN_NATS_URL" help:"NATS URL of the broker (e.g. nats://host:4222). Without it, a local broker on 127.0.0.1:4222 is used if one runs, else an embedded one in --data-dir."`
+	DataDir  string `name:"data-dir" env:"WARREN_DATA_DIR" help:"Directory for the embedded broker's store." default:"${default_data_dir}"`
+	LogLevel string `name:"log-level" env:"WARREN_LOG_LEVEL" help:"debug, info, warn or error." default:"info" enum:"debug,info,warn,error"`
+}
+
+// cli is the command tree.
+type cli struct {
+	globals
+}
+
+func run(ctx, hard context.Context, args []string, io stdio) error {
+	var c cli
+	parser, err := kong.New(&c,
+		kong.Name("warren"),
+		kong.Description("Warren runs untrusted work in Linux sandboxes across a fleet of hosts, queued on NATS JetStream."),
+		kong.UsageOnError(),
+		kong.Vars{"default_data_dir": defaultDataDir()},
+		kong.Writers(io.Out, io.Err),
+		kong.Exit(func(code int) { panic(kongExit(code)) }),
+	)
+	if err != nil {
+		return err
+	}
+	kctx, err := parseArgs(parser, args)
+	if err != nil {
+		return err
+	}
+	if kctx == nil { // --help
+		return nil
+	}
+	c.Ctx, c.HardCtx, c.IO = ctx, hard, io
+	c.Log = newLogger(io.Err, c.LogLevel)
+	return kctx.Run(&c.globals)
+}
+
+// kongExit carries kong's requested exit (after --help) out of Parse.
+type kongExit int
+
+func parseArgs(p *kong.Kong, args []string) (kctx *kong.Context, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			code, ok := r.(kongExit)
+			if !ok {
+				panic(r)
+			}
+			kctx = nil
+			if code != 0 {
+				err = &exitCodeError{Code: int(code)}
+			}
+		}
+	}()
+	return p.Parse(args)
+}
+
+func defaultDataDir() string {
+	if d := os.Getenv("XDG_STATE_HOME"); d != "" {
+		return d + "/warren"
+	}
+	if h, err := os.UserHomeDir(); err == nil {
+		return h + "/.local/state/warren"
+	}
+	return "/var/lib/warren"
+}
+
+// newLogger is human-readable on a terminal and JSON otherwise.
+func newLogger(w io.Writer, level string) zerolog.Logger {
+	lvl, err := zerolog.ParseLevel(level)
+	if err != nil {
+		lvl = zerolog.InfoLevel
+	}
+	if f, ok := w.(*os.File); ok && isatty.IsTerminal(f.Fd()) {
+		w = zerolog.ConsoleWriter{Out: w, TimeFormat: "15:04:05"}
+	}
+	return zerolog.New(w).Level(lvl).With().Timestamp().Logger()
+}

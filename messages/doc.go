@@ -1,0 +1,29 @@
+// Package messages is Warren's wire protocol: the JSON documents that cross
+// NATS between the scheduler, the workers and any other client, and the
+// subjects and headers they travel on.
+//
+// # Model
+//
+// A [Task] is published once onto the TASKS stream. A worker that takes it
+// streams [Event] values, in order and numbered without gaps, to the task's
+// reply subject while it runs, and finally stores exactly one [Result] per
+// task attempt in the RESULTS stream. Every document carries a version field
+// "v"; this package reads and writes [Version] and refuses any other.
+//
+// # Validation
+//
+// [DecodeTask] is the only way a worker turns bytes into a task: it checks
+// size, UTF-8, strict JSON (unknown fields are refused, so a typo is an error
+// and not a silently ignored option) and then [Task.Validate]. Every refusal
+// is an [*Error] with a stable [Code] that survives the trip through JSON, so
+// a client in any language can branch on the code and a Go client can use
+// errors.Is against the sentinels in errors.go.
+//
+// # Limits
+//
+// Identifiers (task id, batch, pool, profile) become NATS subject tokens, so
+// they are restricted to [A-Za-z0-9_-] and 1..128 bytes. Stdin and file
+// contents are UTF-8 strings: binary content must be base64-encoded by the
+// client and decoded by the task itself. The whole encoded task must fit in
+// [MaxTaskBytes].
+package messages

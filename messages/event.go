@@ -1,0 +1,40 @@
+package messages
+
+import "time"
+
+// EventType says what an Event carries.
+type EventType string
+
+// Event types, in the order a run produces them: started, then any number of
+// stdout, stderr and keepalive, then exactly one exit or error.
+const (
+	EventStarted   EventType = "started"
+	EventStdout    EventType = "stdout"
+	EventStderr    EventType = "stderr"
+	EventKeepalive EventType = "keepalive"
+	EventExit      EventType = "exit"
+	EventError     EventType = "error"
+)
+
+// Event is one live message about a running task. Seq starts at 1 for each
+// (task, attempt, delivery) and increases by one per event, so a gap means a
+// lost event; a new Delivery means the task started over on another worker.
+type Event struct {
+	V        int       `json:"v"`
+	TaskID   string    `json:"task_id"`
+	Batch    string    `json:"batch"`
+	Attempt  int       `json:"attempt"`
+	Delivery int       `json:"delivery"`
+	Seq      uint64    `json:"seq"`
+	Type     EventType `json:"type"`
+	Data     string    `json:"data,omitempty"` // output chunk, or a message for error
+	Time     time.Time `json:"time"`
+	Host     string    `json:"host,omitempty"`
+	// Set on exit events.
+	ExitCode *int   `json:"exit_code,omitempty"`
+	Signal   string `json:"signal,omitempty"`
+	Status   Status `json:"status,omitempty"`
+}
+
+// Terminal reports whether no event follows this one for its delivery.
+func (e *Event) Terminal() bool { return e.Type == EventExit || e.Type == EventError }

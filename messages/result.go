@@ -1,0 +1,77 @@
+package messages
+
+import "time"
+
+// Status is a task's terminal state.
+type Status string
+
+// Statuses. Only OK means the command exited 0 (or, for verify tasks, that
+// the checker ran to a verdict; see Verdict for whether the proof was accepted).
+const (
+	StatusOK         Status = "ok"          // exit 0 / verdict reached
+	StatusFailed     Status = "failed"      // non-zero exit
+	StatusTimedOut   Status = "timed_out"   // wall or CPU limit hit; the whole tree was killed
+	StatusKilled     Status = "killed"      // ended by a signal (memory limit, process limit, ...)
+	StatusInvalid    Status = "invalid"     // the task was refused; see Error; never retried
+	StatusInfraError Status = "infra_error" // the host could not run it (sandbox setup, retries exhausted)
+	StatusCancelled  Status = "cancelled"   // cancelled before or while running
+)
+
+// Result is the single terminal record of a task attempt, stored in RESULTS.
+type Result struct {
+	V        int    `json:"v"`
+	TaskID   string `json:"id"`
+	Batch    string `json:"batch"`
+	Attempt  int    `json:"attempt"`
+	Delivery int    `json:"delivery"` // which delivery of the attempt produced it
+	Kind     Kind   `json:"kind,omitempty"`
+	Status   Status `json:"status"`
+	ExitCode int    `json:"exit_code"`        // -1 when the process did not exit normally
+	Signal   string `json:"signal,omitempty"` // e.g. "SIGKILL"
+
+	WallMS          int64 `json:"wall_ms"`
+	CPUMS           int64 `json:"cpu_ms"`
+	PeakMemoryBytes int64 `json:"peak_memory_bytes"`
+
+	Stdout          string `json:"stdout"`
+	Stderr          string `json:"stderr"`
+	StdoutTruncated bool   `json:"stdout_truncated,omitempty"`
+	StderrTruncated bool   `json:"stderr_truncated,omitempty"`
+
+	Host string `json:"host,omitempty"`
+	// Sandbox is the isolation actually in force, e.g. "namespace+landlock",
+	// "landlock", "none (insecure)".
+	Sandbox string `json:"sandbox,omitempty"`
+
+	Error   *Error   `json:"error,omitempty"`   // why a task was invalid or could not run
+	Verdict *Verdict `json:"verdict,omitempty"` // verify tasks only
+
+	StartedAt  time.Time `json:"started_at,omitzero"`
+	FinishedAt time.Time `json:"finished_at,omitzero"`
+}
+
+// Verdict is the outcome of checking a proof.
+type Verdict struct {
+	Accepted bool   `json:"accepted"`
+	Reason   Reason `json:"reason,omitempty"` // empty when accepted
+	// Axioms the accepted or rejected constant depends on, as the trusted
+	// audit reported them.
+	Axioms   []string `json:"axioms,omitempty"`
+	Messages string   `json:"messages,omitempty"` // the checker's own output, for humans
+}
+
+// Reason is why a proof was rejected: a fixed set.
+type Reason string
+
+// Rejection reasons.
+const (
+	ReasonCompileError      Reason = "compile_error"
+	ReasonIncomplete        Reason = "incomplete"         // sorry, admit, Admitted
+	ReasonDisallowedAxiom   Reason = "disallowed_axiom"   // depends on an axiom outside the profile's allow-list
+	ReasonUnsafeFlag        Reason = "unsafe_flag"        // guard, positivity or universe checking off or bypassed
+	ReasonStatementMismatch Reason = "statement_mismatch" // the constant does not have the expected type
+	ReasonTimeout           Reason = "timeout"
+	ReasonOutOfMemory       Reason = "out_of_memory"
+	ReasonCrash             Reason = "crash"
+	ReasonSandboxError      Reason = "sandbox_error"
+)

@@ -1,0 +1,133 @@
+package messages
+
+// Version is the protocol version this package reads and writes.
+const Version = 1
+
+// Kind says what a task does.
+type Kind string
+
+// Task kinds.
+const (
+	KindExec   Kind = "exec"   // run a command, report its exit
+	KindVerify Kind = "verify" // check a proof with a profile's trusted checker, report a verdict
+)
+
+// Isolation names a sandbox mode a task asks for, or a worker offers.
+type Isolation string
+
+// Isolation modes. Auto picks the strongest mode the host supports and
+// refuses to run when none is available; None is only honoured by a worker
+// started with its explicitly insecure flag.
+const (
+	IsolationAuto      Isolation = "auto"
+	IsolationNamespace Isolation = "namespace"
+	IsolationLandlock  Isolation = "landlock"
+	IsolationNone      Isolation = "none"
+)
+
+// Network is a task's network policy.
+type Network string
+
+// Network policies. None (the default) gives the task no network at all;
+// Loopback gives it a private loopback interface and nothing else.
+const (
+	NetworkNone     Network = "none"
+	NetworkLoopback Network = "loopback"
+)
+
+// Task is one unit of work. Zero values mean "the worker's default" except
+// where a field says otherwise.
+type Task struct {
+	V     int    `json:"v"`
+	ID    string `json:"id"`    // unique within the batch; a subject token
+	Batch string `json:"batch"` // groups tasks for results, cancel and replay; a subject token
+	// Attempt is 1 for the first publication and grows with every replay; a
+	// result is kept per (batch, id, attempt). Set by the scheduler; zero is
+	// read as 1.
+	Attempt int  `json:"attempt,omitempty"`
+	Kind    Kind `json:"kind"`
+	// Exactly one of Argv and Shell is set for exec tasks. Shell runs under
+	// /bin/sh -c.
+	Argv  []string `json:"argv,omitempty"`
+	Shell string   `json:"shell,omitempty"`
+	Stdin string   `json:"stdin,omitempty"`
+	// Env is added to the sandbox's minimal environment (PATH, HOME, TMPDIR,
+	// LANG). Keys the sandbox owns (HOME, TMPDIR) cannot be overridden.
+	Env map[string]string `json:"env,omitempty"`
+	// Files are written into the task's scratch directory before it starts:
+	// relative path -> content.
+	Files map[string]string `json:"files,omitempty"`
+	// Cwd is relative to the scratch directory. Defaults to the scratch dir.
+	Cwd       string    `json:"cwd,omitempty"`
+	Limits    Limits    `json:"limits,omitzero"`
+	Network   Network   `json:"network,omitempty"`   // defaults to none
+	Isolation Isolation `json:"isolation,omitempty"` // defaults to auto
+	// Pool names the worker pool; defaults to "default".
+	Pool string `json:"pool,omitempty"`
+	// Profile names the toolchain the task needs; only workers that have it
+	// receive the task. Defaults to "default" for exec; required for verify.
+	Profile string `json:"profile,omitempty"`
+	// Reply is the subject live events go to. Defaults to EventSubject(batch, id).
+	Reply  string      `json:"reply,omitempty"`
+	Verify *VerifySpec `json:"verify,omitempty"` // required for kind verify, forbidden otherwise
+}
+
+// Limits bound a task's resources. Zero means the worker's default; negative
+// values are refused.
+type Limits struct {
+	WallTimeoutMS int64 `json:"wall_timeout_ms,omitempty"` // whole task, wall clock
+	CPUTimeMS     int64 `json:"cpu_time_ms,omitempty"`     // RLIMIT_CPU, rounded up to seconds
+	MemoryBytes   int64 `json:"memory_bytes,omitempty"`    // address space / cgroup memory
+	Processes     int64 `json:"processes,omitempty"`       // processes and threads
+	FileSizeBytes int64 `json:"file_size_bytes,omitempty"` // largest file the task may write
+	OutputBytes   int64 `json:"output_bytes,omitempty"`    // stdout and stderr captured each
+	OpenFiles     int64 `json:"open_files,omitempty"`      // RLIMIT_NOFILE
+}
+
+// VerifySpec is the proof-checking part of a verify task.
+type VerifySpec struct {
+	Theorem   string `json:"theorem"`          // name of the constant that must be proven
+	Statement string `json:"statement"`        // the expected type, elaborated in a clean context
+	Proof     string `json:"proof"`            // the proof source, untrusted
+	Header    string `json:"header,omitempty"` // imports / preamble shared by a batch
+}
+
+// EffectiveAttempt returns Attempt, reading zero as 1.
+func (t *Task) EffectiveAttempt() int {
+	if t.Attempt <= 0 {
+		return 1
+	}
+	return t.Attempt
+}
+
+// EffectivePool returns Pool or DefaultPool.
+func (t *Task) EffectivePool() string {
+	if t.Pool == "" {
+		return DefaultPool
+	}
+	return t.Pool
+}
+
+// EffectiveProfile returns Profile or DefaultProfile.
+func (t *Task) EffectiveProfile() string {
+	if t.Profile == "" {
+		return DefaultProfile
+	}
+	return t.Profile
+}
+
+// EffectiveReply returns Reply or the default event subject.
+func (t *Task) EffectiveReply() string {
+	if t.Reply == "" {
+		return EventSubject(t.Batch, t.ID)
+	}
+	return t.Reply
+}
+
+// Command returns the argv to execute: Argv, or /bin/sh -c Shell.
+func (t *Task) Command() []string {
+	if t.Shell != "" {
+		return []string{"/bin/sh", "-c", t.Shell}
+	}
+	return t.Argv
+}

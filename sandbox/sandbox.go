@@ -1,0 +1,125 @@
+package sandbox
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/rs/zerolog"
+)
+
+// Config configures a Runner. The zero value plus defaults is a runner in
+// auto mode that refuses to run anything when no isolation is available.
+type Config struct {
+	// Isolation is the mode used when a Spec does not ask for one. Defaults
+	// to auto.
+	Isolation Isolation
+	// AllowInsecure permits isolation none. It exists so that running
+	// untrusted code without a sandbox is always a deliberate, visible
+	// choice. Defaults to false.
+	AllowInsecure bool
+	// ScratchRoot holds one scratch directory per run. Defaults to
+	// $TMPDIR/warren-sandboxes.
+	ScratchRoot string
+	// Defaults fills zero fields of every Spec's Limits. Defaults to
+	// DefaultLimits.
+	Defaults Limits
+	// Logger receives setup diagnostics. Defaults to a disabled logger.
+	Logger zerolog.Logger
+}
+
+// DefaultLimits apply where neither the spec nor Config.Defaults set a limit.
+var DefaultLimits = Limits{
+	Wall:      5 * time.Minute,
+	CPU:       5 * time.Minute,
+	Memory:    2 << 30,
+	Processes: 256,
+	FileSize:  256 << 20,
+	OpenFiles: 1024,
+	TmpSize:   64 << 20,
+}
+
+func (c Config) withDefaults() Config {
+	c.Isolation = cmp.Or(c.Isolation, IsolationAuto)
+	c.ScratchRoot = cmp.Or(c.ScratchRoot, filepath.Join(os.TempDir(), "warren-sandboxes"))
+	c.Defaults = c.Defaults.withDefaults(DefaultLimits)
+	return c
+}
+
+func (c Config) validate() error {
+	switch c.Isolation {
+	case IsolationAuto, IsolationNamespace, IsolationLandlock, IsolationNone:
+	default:
+		return fmt.Errorf("sandbox config: Isolation %q is not auto, namespace, landlock or none", c.Isolation)
+	}
+	if c.Isolation == IsolationNone && !c.AllowInsecure {
+		return fmt.Errorf("sandbox config: Isolation none needs AllowInsecure: %w", ErrInsecureRefused)
+	}
+	if !filepath.IsAbs(c.ScratchRoot) {
+		return fmt.Errorf("sandbox config: ScratchRoot %q must be an absolute path", c.ScratchRoot)
+	}
+	return nil
+}
+
+func (l Limits) withDefaults(d Limits) Limits {
+	l.Wall = cmp.Or(l.Wall, d.Wall)
+	l.CPU = cmp.Or(l.CPU, d.CPU)
+	l.Memory = cmp.Or(l.Memory, d.Memory)
+	l.Processes = cmp.Or(l.Processes, d.Processes)
+	l.FileSize = cmp.Or(l.FileSize, d.FileSize)
+	l.OpenFiles = cmp.Or(l.OpenFiles, d.OpenFiles)
+	l.TmpSize = cmp.Or(l.TmpSize, d.TmpSize)
+	return l
+}
+
+// Runner runs commands in sandboxes. It is safe for concurrent use; each
+// Run is independent.
+type Runner struct {
+	cfg Config
+	log zerolog.Logger
+}
+
+// New checks the configuration and returns a Runner. It does not probe the
+// kernel; a mode that turns out to be unavailable fails its first Run with
+// ErrUnavailable (fail closed), and `warren doctor` probes up front.
+func New(cfg Config) (*Runner, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(cfg.ScratchRoot, 0o711); err != nil {
+		return nil, &SetupError{Step: "create scratch root", Path: cfg.ScratchRoot, Err: err}
+	}
+	return &Runner{cfg: cfg, log: cfg.Logger.With().Str("component", "sandbox").Logger()}, nil
+}
+
+// Run runs spec.Argv in a sandbox and waits for the whole process tree to
+// end. Cancelling ctx kills the tree. An error means the command did not run
+// (or its end could not be observed); a non-zero exit is not an error.
+func (r *Runner) Run(ctx context.Context, spec Spec) (*Result, error) {
+	if len(spec.Argv) == 0 || spec.Argv[0] == "" {
+		return nil, fmt.Errorf("%w: empty argv", ErrInvalidSpec)
+	}
+	spec.Limits = spec.Limits.withDefaults(r.cfg.Defaults)
+	iso := cmp.Or(spec.Isolation, r.cfg.Isolation)
+	switch iso {
+	case IsolationNone:
+		if !r.cfg.AllowInsecure {
+			return nil, ErrInsecureRefused
+		}
+		return r.runInsecure(ctx, spec)
+	case IsolationAuto, IsolationNamespace, IsolationLandlock:
+		return r.runIsolated(ctx, spec, iso)
+	default:
+		return nil, fmt.Errorf("%w: isolation %q", ErrInvalidSpec, iso)
+	}
+}
+
+// runIsolated is replaced by the namespace and Landlock implementations.
+func (r *Runner) runIsolated(_ context.Context, _ Spec, iso Isolation) (*Result, error) {
+	return nil, fmt.Errorf("%w: %s isolation is not implemented yet", ErrUnavailable, iso)
+}
+

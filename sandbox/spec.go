@@ -1,0 +1,90 @@
+package sandbox
+
+import (
+	"io"
+	"time"
+)
+
+// Isolation is a requested sandbox mode.
+type Isolation string
+
+// Isolation modes. Auto picks the strongest layers the host supports
+// (namespaces + Landlock, else Landlock, else refuse). None runs without
+// isolation and is honoured only when Config.AllowInsecure is set.
+const (
+	IsolationAuto      Isolation = "auto"
+	IsolationNamespace Isolation = "namespace"
+	IsolationLandlock  Isolation = "landlock"
+	IsolationNone      Isolation = "none"
+)
+
+// Network is a sandbox's network policy.
+type Network string
+
+// Network policies: none (no interfaces, the default) or a private loopback.
+const (
+	NetworkNone     Network = "none"
+	NetworkLoopback Network = "loopback"
+)
+
+// Spec describes one command to run in a sandbox.
+type Spec struct {
+	// Argv is the command; Argv[0] is looked up on the sandbox's PATH when it
+	// has no slash.
+	Argv []string
+	// Env is added to the minimal environment the sandbox builds (PATH, HOME,
+	// TMPDIR, LANG); HOME and TMPDIR cannot be overridden.
+	Env map[string]string
+	// Stdin, Stdout and Stderr are connected to the command. Nil Stdin reads
+	// as empty; nil Stdout/Stderr discard.
+	Stdin          io.Reader
+	Stdout, Stderr io.Writer
+	// Files are written into the scratch directory before the command starts,
+	// through the files API (relative paths, no symlinks followed).
+	Files map[string][]byte
+	// Cwd is the working directory relative to the scratch directory.
+	Cwd string
+	// ReadOnly lists host paths (a profile's toolchain) made visible read-only
+	// at the same path inside the sandbox.
+	ReadOnly []string
+	// Scratch, when set, is a host directory used as the scratch directory
+	// (the only writable host path) instead of a fresh one; it is not removed
+	// afterwards. Used by `warren sandbox run --rw`.
+	Scratch string
+	// Isolation requested for this run; empty means the runner's configured
+	// mode.
+	Isolation Isolation
+	Network   Network
+	Limits    Limits
+}
+
+// Limits bound one run. Zero means the runner's default (Config.Defaults).
+type Limits struct {
+	Wall      time.Duration // whole tree killed when it passes; Result.TimedOut
+	CPU       time.Duration // RLIMIT_CPU
+	Memory    int64         // bytes: address space (RLIMIT_AS) and, where available, cgroup memory
+	Processes int64         // RLIMIT_NPROC (per uid) and, where available, pids cgroup
+	FileSize  int64         // RLIMIT_FSIZE
+	OpenFiles int64         // RLIMIT_NOFILE
+	TmpSize   int64         // size of the private /tmp and /dev/shm (namespace mode)
+}
+
+// Result is how a run ended. A run that started always yields a Result; a
+// run that could not start yields an error (a *SetupError) instead.
+type Result struct {
+	ExitCode int    // -1 when ended by a signal
+	Signal   string // e.g. "SIGKILL"; empty on a normal exit
+	TimedOut bool   // the wall limit (or CPU limit) ended it
+	Wall     time.Duration
+	CPU      time.Duration // user + system of the whole tree
+	// PeakMemory is the largest resident set of any process of the run, in
+	// bytes (getrusage RUSAGE_CHILDREN maxrss).
+	PeakMemory int64
+	// InForce names the isolation layers that were actually applied, e.g.
+	// "namespace+landlock", "landlock", "none (insecure)".
+	InForce string
+	// ResourceLimits says how memory and process limits were enforced:
+	// "cgroup v1 (memory, pids)", "cgroup v2 (memory, pids)", or
+	// "rlimits only (<why>)" when the host offers no usable cgroup.
+	ResourceLimits string
+}

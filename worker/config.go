@@ -1,0 +1,133 @@
+package worker
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/warrenhq/warren/broker"
+	"github.com/warrenhq/warren/messages"
+	"github.com/warrenhq/warren/sandbox"
+)
+
+// Runner runs one command in a sandbox; *sandbox.Runner is the real one.
+type Runner interface {
+	Run(ctx context.Context, spec sandbox.Spec) (*sandbox.Result, error)
+}
+
+// RunFunc has the shape of Runner.Run; verifiers run every untrusted step
+// through it.
+type RunFunc func(ctx context.Context, spec sandbox.Spec) (*sandbox.Result, error)
+
+// Verifier decides verify tasks. It runs each untrusted step through run and
+// returns a verdict, or an error when the check could not be carried out
+// (an infrastructure failure, retried elsewhere).
+type Verifier interface {
+	Verify(ctx context.Context, run RunFunc, t *messages.Task) (*messages.Verdict, error)
+	// Profiles lists the verify profiles this verifier can check.
+	Profiles() []string
+}
+
+// Config configures a Worker.
+type Config struct {
+	// HostID names this worker in results and the host registry. Defaults to
+	// the hostname plus the process id.
+	HostID string
+	// Pool is the worker pool to serve. Defaults to "default".
+	Pool string
+	// Capacity is the number of sandbox slots: the most tasks this worker
+	// holds at once. Defaults to the number of CPUs.
+	Capacity int
+	// ExecProfiles are the exec profiles served. Defaults to ["default"].
+	ExecProfiles []string
+	// Runner runs sandboxes. Required.
+	Runner Runner
+	// Isolation lists the modes Runner offers, for the host registry.
+	// Defaults to ["auto"].
+	Isolation []messages.Isolation
+	// Verifier checks verify tasks; nil serves no verify profile.
+	Verifier Verifier
+	// Consumer tunes the shared durable consumers (AckWait, MaxDeliver).
+	Consumer broker.ConsumerConfig
+	// PullWait is how long one pull for a free slot waits for a task before
+	// the slot is offered again. Defaults to 2s.
+	PullWait time.Duration
+	// Heartbeat is how often a running task is marked in progress (and a
+	// keepalive event sent). Defaults to a third of Consumer.AckWait.
+	Heartbeat time.Duration
+	// RetryBase is the first redelivery delay after an infrastructure
+	// failure; it doubles per delivery up to RetryMax. Defaults to 1s / 30s.
+	RetryBase, RetryMax time.Duration
+	// DefaultOutputBytes caps captured stdout and stderr each when a task
+	// sets no limit. Defaults to 1 MiB.
+	DefaultOutputBytes int64
+	// RegistryInterval is how often the host registry entry is refreshed.
+	// Defaults to 10s.
+	RegistryInterval time.Duration
+	// Version is reported in the host registry.
+	Version string
+	// Logger is the worker's logger. Defaults to a disabled logger.
+	Logger zerolog.Logger
+}
+
+func (c Config) withDefaults() Config {
+	if c.HostID == "" {
+		h, _ := os.Hostname()
+		c.HostID = fmt.Sprintf("%s-%d", cmp.Or(h, "host"), os.Getpid())
+	}
+	c.Pool = cmp.Or(c.Pool, messages.DefaultPool)
+	c.Capacity = cmp.Or(c.Capacity, runtime.NumCPU())
+	if len(c.ExecProfiles) == 0 {
+		c.ExecProfiles = []string{messages.DefaultProfile}
+	}
+	if len(c.Isolation) == 0 {
+		c.Isolation = []messages.Isolation{messages.IsolationAuto}
+	}
+	c.Consumer = c.Consumer.WithDefaults()
+	c.PullWait = cmp.Or(c.PullWait, 2*time.Second)
+	c.Heartbeat = cmp.Or(c.Heartbeat, c.Consumer.AckWait/3)
+	c.RetryBase = cmp.Or(c.RetryBase, time.Second)
+	c.RetryMax = cmp.Or(c.RetryMax, 30*time.Second)
+	c.DefaultOutputBytes = cmp.Or(c.DefaultOutputBytes, 1<<20)
+	c.RegistryInterval = cmp.Or(c.RegistryInterval, 10*time.Second)
+	c.Version = cmp.Or(c.Version, "dev")
+	return c
+}
+
+func (c Config) validate() error {
+	switch {
+	case c.Runner == nil:
+		return errors.New("worker config: Runner is required")
+	case c.Capacity < 1:
+		return fmt.Errorf("worker config: Capacity must be at least 1, got %d", c.Capacity)
+	case c.Heartbeat >= c.Consumer.AckWait:
+		return fmt.Errorf("worker config: Heartbeat %s must be shorter than Consumer.AckWait %s", c.Heartbeat, c.Consumer.AckWait)
+	case c.PullWait < 100*time.Millisecond:
+		return fmt.Errorf("worker config: PullWait %s is below 100ms", c.PullWait)
+	}
+	probe := messages.Task{V: messages.Version, ID: "x", Batch: "x", Kind: messages.KindExec, Argv: []string{"x"}, Pool: c.Pool}
+	if err := probe.Validate(); err != nil {
+		return fmt.Errorf("worker config: Pool: %w", err)
+	}
+	for _, p := range c.profiles() {
+		probe.Profile = p
+		if err := probe.Validate(); err != nil {
+			return fmt.Errorf("worker config: profile %q: %w", p, err)
+		}
+	}
+	return nil
+}
+
+// profiles is every profile served: exec profiles plus the verifier's.
+func (c Config) profiles() []string {
+	ps := append([]string(nil), c.ExecProfiles...)
+	if c.Verifier != nil {
+		ps = append(ps, c.Verifier.Profiles()...)
+	}
+	return ps
+}

@@ -1,0 +1,51 @@
+// Package worker is the host side of Warren: one Worker per host pulls
+// tasks for its free sandbox slots, runs each in a sandbox, streams live
+// events to the task's reply subject, stores exactly one result per task
+// attempt and then acks.
+//
+// # Slots
+//
+//	        take slot           Fetch(1) got a task
+//	free ───────────► pulling ───────────────────► running ──► result stored, ack ──► free
+//	  ▲                  │ no task within PullWait                │
+//	  └──────────────────┘                                        │ infrastructure failure
+//	                                                              ▼
+//	                                             Nak with delay / dead letter + Term
+//
+// A slot is taken before a pull is issued, so the worker never holds a task
+// it has no slot for: nothing waits in a client buffer while its AckWait
+// runs out (the pre-buffer trap, nats.go#1929). Capacity is decided here,
+// on the host; the consumer's MaxAckPending is only a fleet-wide safety net.
+//
+// # Failure handling
+//
+//   - Invalid task (undecodable, fails validation): an invalid result naming
+//     the field and a stable code, a copy in the dead-letter stream, Term. It
+//     is never redelivered and the worker keeps serving.
+//   - Infrastructure failure (sandbox unavailable, setup error, panic): Nak
+//     with a delay doubling per delivery; on the last allowed delivery an
+//     infra_error result, a dead letter and Term.
+//   - Worker crash: the delivery's AckWait (kept short by InProgress
+//     heartbeats while a task runs) expires and the task is redelivered. A
+//     task that exhausts MaxDeliver this way is caught from the server's
+//     max-deliveries advisory by any worker and dead-lettered with an
+//     infra_error result, so a batch always completes.
+//   - Lost ack: a redelivered task whose result is already stored is acked
+//     without running again; the RESULTS stream refuses a second result for
+//     the same attempt in any case.
+//   - Broker outage: results are retried for up to two minutes while the
+//     task's message stays unacked.
+//
+// # Shutdown
+//
+// Stop(ctx) drains: pulling stops, running tasks finish. If ctx ends first,
+// running tasks are cancelled and their messages Nak'ed for another worker.
+// `warren worker` maps the first SIGTERM to a drain and the second to
+// cancel.
+//
+// # Cancellation
+//
+// The worker mirrors the cancel bucket. A cancelled task that is running is
+// killed (its result says cancelled); one still queued gets a cancelled
+// result when it is pulled, without running.
+package worker

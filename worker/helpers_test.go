@@ -1,0 +1,203 @@
+package worker_test
+
+import (
+	"context"
+	"encoding/json"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+	"github.com/stretchr/testify/require"
+	"github.com/warrenhq/warren/broker"
+	"github.com/warrenhq/warren/broker/brokertest"
+	"github.com/warrenhq/warren/messages"
+	"github.com/warrenhq/warren/sandbox"
+	"github.com/warrenhq/warren/worker"
+)
+
+// countingRunner wraps a runner and measures how many runs overlap.
+type countingRunner struct {
+	inner   worker.Runner
+	running atomic.Int64
+	peak    atomic.Int64
+	calls   atomic.Int64
+}
+
+func (c *countingRunner) Run(ctx context.Context, s sandbox.Spec) (*sandbox.Result, error) {
+	n := c.running.Add(1)
+	defer c.running.Add(-1)
+	c.calls.Add(1)
+	for {
+		p := c.peak.Load()
+		if n <= p || c.peak.CompareAndSwap(p, n) {
+			break
+		}
+	}
+	return c.inner.Run(ctx, s)
+}
+
+// insecureRunner runs tasks without isolation: these tests are about the
+// queue, not the sandbox (the sandbox package proves isolation).
+func insecureRunner(t testing.TB) *sandbox.Runner {
+	t.Helper()
+	r, err := sandbox.New(sandbox.Config{Isolation: sandbox.IsolationNone, AllowInsecure: true, ScratchRoot: t.TempDir()})
+	require.NoError(t, err)
+	return r
+}
+
+type workerOpts struct {
+	capacity   int
+	runner     worker.Runner
+	ackWait    time.Duration
+	maxDeliver int
+}
+
+func startWorker(t testing.TB, b *brokertest.Broker, name string, o workerOpts) *worker.Worker {
+	t.Helper()
+	nc, _ := b.Dial(t, name)
+	if o.runner == nil {
+		o.runner = insecureRunner(t)
+	}
+	w, err := worker.New(nc, worker.Config{
+		HostID:    name,
+		Capacity:  max(o.capacity, 1),
+		Runner:    o.runner,
+		Isolation: []messages.Isolation{messages.IsolationNone},
+		Consumer:  broker.ConsumerConfig{AckWait: max(o.ackWait, 3*time.Second), MaxDeliver: o.maxDeliver},
+		PullWait:  500 * time.Millisecond,
+		RetryBase: 50 * time.Millisecond,
+		Logger:    zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel),
+	})
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	require.NoError(t, w.Start(ctx))
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = w.Stop(ctx)
+	})
+	return w
+}
+
+func execTask(batch, id string, argv ...string) messages.Task {
+	return messages.Task{V: messages.Version, ID: id, Batch: batch, Attempt: 1, Kind: messages.KindExec, Argv: argv}
+}
+
+func shTask(batch, id, script string) messages.Task {
+	return messages.Task{V: messages.Version, ID: id, Batch: batch, Attempt: 1, Kind: messages.KindExec, Shell: script}
+}
+
+// publish puts tasks on the queue the way the scheduler does.
+func publish(t testing.TB, js jetstream.JetStream, tasks ...messages.Task) {
+	t.Helper()
+	ctx := context.Background()
+	for _, task := range tasks {
+		data, err := json.Marshal(task)
+		require.NoError(t, err)
+		publishRaw(t, js, task.Batch, task.ID, data)
+	}
+	_ = ctx
+}
+
+func publishRaw(t testing.TB, js jetstream.JetStream, batch, id string, data []byte) {
+	t.Helper()
+	msg := &nats.Msg{Subject: messages.TaskSubject(messages.DefaultPool, messages.DefaultProfile, batch), Data: data, Header: nats.Header{}}
+	msg.Header.Set(messages.HeaderMsgID, messages.MsgID(batch, id, 1))
+	msg.Header.Set(messages.HeaderTaskID, id)
+	msg.Header.Set(messages.HeaderBatch, batch)
+	msg.Header.Set(messages.HeaderAttempt, "1")
+	_, err := js.PublishMsg(context.Background(), msg)
+	require.NoError(t, err)
+}
+
+// collect reads results of a batch from RESULTS until n distinct ids are
+// in, failing after timeout. It also fails on a duplicate result for an id.
+func collect(t testing.TB, js jetstream.JetStream, batch string, n int, timeout time.Duration) map[string]*messages.Result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	c, err := js.OrderedConsumer(ctx, messages.StreamResults, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{messages.BatchResultFilter(batch, 0)},
+	})
+	require.NoError(t, err)
+	got := map[string]*messages.Result{}
+	for len(got) < n {
+		msg, err := c.Next(jetstream.FetchContext(ctx))
+		require.NoError(t, err, "waiting for results of %s: have %d of %d", batch, len(got), n)
+		r, err := messages.DecodeResult(msg.Data())
+		require.NoError(t, err)
+		_, dup := got[r.TaskID]
+		require.False(t, dup, "second result for %s", r.TaskID)
+		got[r.TaskID] = r
+	}
+	return got
+}
+
+// resultCount is the number of stored results of a batch.
+func resultCount(t testing.TB, js jetstream.JetStream, batch string) uint64 {
+	t.Helper()
+	s, err := js.Stream(context.Background(), messages.StreamResults)
+	require.NoError(t, err)
+	info, err := s.Info(context.Background(), jetstream.WithSubjectFilter(messages.BatchResultFilter(batch, 0)))
+	require.NoError(t, err)
+	var n uint64
+	for _, c := range info.State.Subjects {
+		n += c
+	}
+	return n
+}
+
+// eventLog subscribes to a task's reply subject and records its events.
+type eventLog struct {
+	mu     sync.Mutex
+	events []*messages.Event
+	done   chan struct{}
+	once   sync.Once
+}
+
+func subscribeEvents(t testing.TB, nc *nats.Conn, batch, id string) *eventLog {
+	t.Helper()
+	l := &eventLog{done: make(chan struct{})}
+	sub, err := nc.Subscribe(messages.EventSubject(batch, id), func(m *nats.Msg) {
+		e, err := messages.DecodeEvent(m.Data)
+		if err != nil {
+			return
+		}
+		l.mu.Lock()
+		l.events = append(l.events, e)
+		l.mu.Unlock()
+		if e.Terminal() {
+			l.once.Do(func() { close(l.done) })
+		}
+	})
+	require.NoError(t, err)
+	require.NoError(t, nc.Flush())
+	t.Cleanup(func() { _ = sub.Unsubscribe() })
+	return l
+}
+
+func (l *eventLog) wait(t testing.TB, d time.Duration) []*messages.Event {
+	t.Helper()
+	select {
+	case <-l.done:
+	case <-time.After(d):
+		t.Fatalf("no terminal event within %s", d)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]*messages.Event(nil), l.events...)
+}
+
+func ids(n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = "t" + strconv.Itoa(i)
+	}
+	return out
+}

@@ -1,0 +1,42 @@
+package worker
+
+import (
+	"io"
+	"strings"
+	"time"
+
+	"github.com/warrenhq/warren/messages"
+	"github.com/warrenhq/warren/sandbox"
+)
+
+// specFor turns an exec task into a sandbox spec. Zero limits stay zero:
+// the sandbox runner fills its own defaults.
+func specFor(t *messages.Task, stdout, stderr io.Writer) sandbox.Spec {
+	files := make(map[string][]byte, len(t.Files))
+	for p, c := range t.Files {
+		files[p] = []byte(c)
+	}
+	iso := sandbox.Isolation(t.Isolation)
+	if iso == sandbox.IsolationAuto {
+		iso = "" // the runner's configured mode, which may be stricter
+	}
+	return sandbox.Spec{
+		Argv:      t.Command(),
+		Env:       t.Env,
+		Stdin:     strings.NewReader(t.Stdin),
+		Stdout:    stdout,
+		Stderr:    stderr,
+		Files:     files,
+		Cwd:       t.Cwd,
+		Isolation: iso,
+		Network:   sandbox.Network(t.Network),
+		Limits: sandbox.Limits{
+			Wall:      time.Duration(t.Limits.WallTimeoutMS) * time.Millisecond,
+			CPU:       time.Duration(t.Limits.CPUTimeMS) * time.Millisecond,
+			Memory:    t.Limits.MemoryBytes,
+			Processes: t.Limits.Processes,
+			FileSize:  t.Limits.FileSizeBytes,
+			OpenFiles: t.Limits.OpenFiles,
+		},
+	}
+}

@@ -1,0 +1,252 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+	"github.com/warrenhq/warren/broker"
+)
+
+// Worker pulls tasks for its free sandbox slots and runs them.
+type Worker struct {
+	cfg Config
+	nc  *nats.Conn
+	js  jetstream.JetStream
+	log zerolog.Logger
+
+	slots chan struct{} // a token per free slot
+
+	// pullCtx stops fetching (drain); workCtx cancels running tasks.
+	pullCtx    context.Context
+	stopPull   context.CancelFunc
+	workCtx    context.Context
+	cancelWork context.CancelCauseFunc
+
+	pullers sync.WaitGroup // pull loops
+	tasks   sync.WaitGroup // running tasks
+	bg      sync.WaitGroup // registry, cancel watcher, advisories
+
+	results jetstream.Stream
+	cancels *cancelSet
+	running atomic.Int64
+	peak    atomic.Int64
+	done    atomic.Int64
+
+	startOnce, stopOnce sync.Once
+	started             atomic.Bool
+	stopped             chan struct{}
+	stopErr             error
+
+	// TaskStarted, when non-nil, receives the id of each task as its sandbox
+	// starts (a test signal; never blocks the worker for long).
+	TaskStarted chan string
+}
+
+// New checks the configuration; nothing runs until Start.
+func New(nc *nats.Conn, cfg Config) (*Worker, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, err
+	}
+	w := &Worker{
+		cfg:     cfg,
+		nc:      nc,
+		js:      js,
+		log:     cfg.Logger.With().Str("component", "worker").Str("host", cfg.HostID).Logger(),
+		slots:   make(chan struct{}, cfg.Capacity),
+		stopped: make(chan struct{}),
+	}
+	for range cfg.Capacity {
+		w.slots <- struct{}{}
+	}
+	return w, nil
+}
+
+// Start sets up the consumers, then pulls and runs tasks in the background
+// until Stop. ctx bounds setup only.
+func (w *Worker) Start(ctx context.Context) error {
+	err := errors.New("worker: already started")
+	w.startOnce.Do(func() { err = w.start(ctx) })
+	return err
+}
+
+func (w *Worker) start(ctx context.Context) error {
+	if err := broker.Setup(ctx, w.js, broker.StreamConfig{}); err != nil {
+		return err
+	}
+	results, err := w.js.Stream(ctx, resultsStream)
+	if err != nil {
+		return fmt.Errorf("worker: open results stream: %w", err)
+	}
+	w.results = results
+	var consumers []jetstream.Consumer
+	for _, p := range w.cfg.profiles() {
+		c, err := broker.EnsureConsumer(ctx, w.js, w.cfg.Pool, p, w.cfg.Consumer)
+		if err != nil {
+			return err
+		}
+		consumers = append(consumers, c)
+	}
+	w.pullCtx, w.stopPull = context.WithCancel(context.Background())
+	w.workCtx, w.cancelWork = context.WithCancelCause(context.Background())
+	cs, err := w.watchCancels(ctx)
+	if err != nil {
+		w.stopPull()
+		w.cancelWork(errShutdown)
+		return err
+	}
+	w.cancels = cs
+	if err := w.watchMaxDeliveries(); err != nil {
+		w.stopPull()
+		w.cancelWork(errShutdown)
+		return err
+	}
+	w.bg.Add(1)
+	go func() { defer w.bg.Done(); w.registryLoop() }()
+	for i, c := range consumers {
+		w.pullers.Add(1)
+		go func() { defer w.pullers.Done(); w.pullLoop(c, w.cfg.profiles()[i]) }()
+	}
+	w.started.Store(true)
+	w.log.Info().Int("capacity", w.cfg.Capacity).Strs("profiles", w.cfg.profiles()).Str("pool", w.cfg.Pool).Msg("worker started")
+	return nil
+}
+
+// pullLoop takes a free slot, then asks the consumer for exactly one task.
+// No task is ever held without a slot to run it, so nothing waits in a
+// buffer while its AckWait runs out.
+func (w *Worker) pullLoop(c jetstream.Consumer, profile string) {
+	log := w.log.With().Str("profile", profile).Logger()
+	backoff := newBackoff(100*time.Millisecond, 5*time.Second)
+	for {
+		select {
+		case <-w.pullCtx.Done():
+			return
+		case <-w.slots:
+		}
+		batch, err := c.Fetch(1, jetstream.FetchMaxWait(w.cfg.PullWait))
+		if err != nil {
+			w.slots <- struct{}{}
+			if w.pullCtx.Err() != nil {
+				return
+			}
+			log.Warn().Err(err).Msg("pull failed; retrying")
+			if !sleepCtx(w.pullCtx, backoff.next()) {
+				return
+			}
+			continue
+		}
+		got := false
+		for msg := range batch.Messages() {
+			got = true
+			if w.pullCtx.Err() != nil {
+				// Draining: hand it straight back to the pool.
+				_ = msg.Nak()
+				w.slots <- struct{}{}
+				continue
+			}
+			w.tasks.Add(1)
+			go func() {
+				defer w.tasks.Done()
+				defer func() { w.slots <- struct{}{} }()
+				w.handle(msg)
+			}()
+		}
+		if !got {
+			w.slots <- struct{}{}
+		}
+		if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) && !errors.Is(err, jetstream.ErrNoMessages) {
+			if w.pullCtx.Err() != nil {
+				return
+			}
+			log.Warn().Err(err).Msg("pull ended with an error; retrying")
+			if !sleepCtx(w.pullCtx, backoff.next()) {
+				return
+			}
+			continue
+		}
+		backoff.reset()
+	}
+}
+
+// Stop drains: no new pulls, running tasks finish. If ctx ends first, the
+// running tasks are cancelled (their results say cancelled or infra_error
+// and their messages are redelivered) and ctx's error is returned. Safe to
+// call more than once and before Start.
+func (w *Worker) Stop(ctx context.Context) error {
+	w.stopOnce.Do(func() {
+		defer close(w.stopped)
+		if !w.started.Load() {
+			return
+		}
+		w.stopPull()
+		w.pullers.Wait()
+		finished := make(chan struct{})
+		go func() { w.tasks.Wait(); close(finished) }()
+		select {
+		case <-finished:
+		case <-ctx.Done():
+			w.log.Warn().Msg("drain deadline reached: cancelling running tasks")
+			w.cancelWork(errShutdown)
+			<-finished
+			w.stopErr = ctx.Err()
+		}
+		w.cancelWork(errShutdown)
+		w.bg.Wait()
+		w.deregister()
+		w.log.Info().Int64("tasks_done", w.done.Load()).Msg("worker stopped")
+	})
+	<-w.stopped
+	return w.stopErr
+}
+
+// Stopped is closed when Stop has finished.
+func (w *Worker) Stopped() <-chan struct{} { return w.stopped }
+
+// Stats reports counters, for tests and the registry.
+type Stats struct {
+	Running, Peak, Done int64
+	Capacity            int
+}
+
+// Stats returns the current counters.
+func (w *Worker) Stats() Stats {
+	return Stats{Running: w.running.Load(), Peak: w.peak.Load(), Done: w.done.Load(), Capacity: w.cfg.Capacity}
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+type backoff struct{ base, max, cur time.Duration }
+
+func newBackoff(base, max time.Duration) *backoff { return &backoff{base: base, max: max} }
+
+func (b *backoff) next() time.Duration {
+	if b.cur == 0 {
+		b.cur = b.base
+	} else {
+		b.cur = min(b.cur*2, b.max)
+	}
+	return b.cur
+}
+
+func (b *backoff) reset() { b.cur = 0 }
