@@ -29,7 +29,27 @@ type Config struct {
 	Defaults Limits
 	// Logger receives setup diagnostics. Defaults to a disabled logger.
 	Logger zerolog.Logger
+	// UIDBase is the first host uid (and gid) of the range a root worker
+	// gives its sandboxes, one dedicated id per concurrent run. Unused when
+	// the worker is not root (its own uid is mapped 1:1 instead). Defaults
+	// to DefaultUIDBase, above the ranges systemd and /etc/subuid use.
+	UIDBase uint32
+	// UIDCount is the size of that range; it bounds the number of
+	// concurrent runs of a root worker. Defaults to DefaultUIDCount.
+	UIDCount uint32
+	// LandlockMinABI is the lowest Landlock ABI the landlock and layered
+	// modes accept; below it they refuse with ErrUnavailable rather than
+	// apply less. Lowering it is an explicit choice to run without what the
+	// missing ABIs add (6: abstract-socket and signal scopes; 5: device
+	// ioctl; 4: TCP rules). Defaults to 6.
+	LandlockMinABI int
 }
+
+// Default sandbox uid range of a root worker.
+const (
+	DefaultUIDBase  = 1_900_000_000
+	DefaultUIDCount = 1024
+)
 
 // DefaultLimits apply where neither the spec nor Config.Defaults set a limit.
 var DefaultLimits = Limits{
@@ -46,6 +66,9 @@ func (c Config) withDefaults() Config {
 	c.Isolation = cmp.Or(c.Isolation, IsolationAuto)
 	c.ScratchRoot = cmp.Or(c.ScratchRoot, filepath.Join(os.TempDir(), "warren-sandboxes"))
 	c.Defaults = c.Defaults.withDefaults(DefaultLimits)
+	c.UIDBase = cmp.Or(c.UIDBase, DefaultUIDBase)
+	c.UIDCount = cmp.Or(c.UIDCount, DefaultUIDCount)
+	c.LandlockMinABI = cmp.Or(c.LandlockMinABI, landlockMinABIDefault)
 	return c
 }
 
@@ -57,6 +80,12 @@ func (c Config) validate() error {
 	}
 	if c.Isolation == IsolationNone && !c.AllowInsecure {
 		return fmt.Errorf("sandbox config: Isolation none needs AllowInsecure: %w", ErrInsecureRefused)
+	}
+	if c.UIDBase == 0 || uint64(c.UIDBase)+uint64(c.UIDCount) > 1<<32-2 {
+		return fmt.Errorf("sandbox config: UIDBase %d with UIDCount %d must stay within 1..4294967294", c.UIDBase, c.UIDCount)
+	}
+	if c.LandlockMinABI < 1 || c.LandlockMinABI >= len(landlockABIFeatures) {
+		return fmt.Errorf("sandbox config: LandlockMinABI %d must be between 1 and %d", c.LandlockMinABI, len(landlockABIFeatures)-1)
 	}
 	if !filepath.IsAbs(c.ScratchRoot) {
 		return fmt.Errorf("sandbox config: ScratchRoot %q must be an absolute path", c.ScratchRoot)
@@ -80,6 +109,7 @@ func (l Limits) withDefaults(d Limits) Limits {
 type Runner struct {
 	cfg Config
 	log zerolog.Logger
+	ns  nsState // namespace mode (namespace.go)
 }
 
 // New checks the configuration and returns a Runner. It does not probe the
@@ -116,10 +146,5 @@ func (r *Runner) Run(ctx context.Context, spec Spec) (*Result, error) {
 	default:
 		return nil, fmt.Errorf("%w: isolation %q", ErrInvalidSpec, iso)
 	}
-}
-
-// runIsolated is replaced by the namespace and Landlock implementations.
-func (r *Runner) runIsolated(_ context.Context, _ Spec, iso Isolation) (*Result, error) {
-	return nil, fmt.Errorf("%w: %s isolation is not implemented yet", ErrUnavailable, iso)
 }
 

@@ -3,11 +3,15 @@ package main
 import (
 	"context"
 	"fmt"
+	"net"
+	"strconv"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
 	"github.com/warrenhq/warren/broker"
+	"github.com/warrenhq/warren/messages"
 )
 
 // localURL is where `warren up` and `warren broker` listen by default.
@@ -38,16 +42,12 @@ func (g *globals) open(ctx context.Context, name string, needWorker bool) (*sess
 	if url == "" && broker.Reachable(ctx, localURL) {
 		url = localURL
 	}
-	s := &session{}
 	if url != "" {
-		nc, err := broker.Connect(ctx, url, name)
-		if err != nil {
-			return nil, err
-		}
-		s.closers = append(s.closers, nc.Close)
-		s.NC = nc
-	} else {
-		srv, err := broker.NewServer(broker.Config{DataDir: g.DataDir, DontListen: true, Logger: g.Log})
+		return g.dial(ctx, url, name)
+	}
+	s := &session{}
+	{
+		srv, err := broker.NewServer(broker.Config{DataDir: g.DataDir, DontListen: true, Logger: g.Log.Level(max(g.Log.GetLevel(), zerolog.WarnLevel))})
 		if err != nil {
 			return nil, err
 		}
@@ -64,19 +64,11 @@ func (g *globals) open(ctx context.Context, name string, needWorker bool) (*sess
 		s.NC, s.Embedded = nc, true
 		g.Log.Debug().Str("data_dir", g.DataDir).Msg("no broker reachable: using an embedded one")
 	}
-	js, err := jetstream.New(s.NC)
-	if err != nil {
+	if err := s.init(ctx); err != nil {
 		s.Close()
 		return nil, err
 	}
-	s.JS = js
-	setupCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	if err := broker.Setup(setupCtx, js, broker.StreamConfig{}); err != nil {
-		s.Close()
-		return nil, err
-	}
-	if s.Embedded && needWorker {
+	if needWorker {
 		if err := g.startLocalWorker(ctx, s); err != nil {
 			s.Close()
 			return nil, err
@@ -85,7 +77,69 @@ func (g *globals) open(ctx context.Context, name string, needWorker bool) (*sess
 	return s, nil
 }
 
-// startLocalWorker runs an in-process worker on an embedded broker.
-func (g *globals) startLocalWorker(_ context.Context, _ *session) error {
-	return fmt.Errorf("no broker is running and the in-process worker is not available yet; start `warren up` or pass --nats")
+// dial connects to the broker at url.
+func (g *globals) dial(ctx context.Context, url, name string) (*session, error) {
+	nc, err := broker.Connect(ctx, url, name)
+	if err != nil {
+		return nil, err
+	}
+	s := &session{NC: nc, closers: []func(){nc.Close}}
+	if err := s.init(ctx); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *session) init(ctx context.Context) error {
+	js, err := jetstream.New(s.NC)
+	if err != nil {
+		return err
+	}
+	s.JS = js
+	return setupStreams(ctx, s.NC)
+}
+
+// setupStreams makes sure every stream and bucket exists (idempotent).
+func setupStreams(ctx context.Context, nc *nats.Conn) error {
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	return broker.Setup(ctx, js, broker.StreamConfig{})
+}
+
+// startLocalWorker runs an in-process worker on an embedded broker, with
+// the default (fail-closed) isolation, stopped when the session closes.
+func (g *globals) startLocalWorker(ctx context.Context, s *session) error {
+	f := workerFlags{Pool: messages.DefaultPool, Profiles: []string{messages.DefaultProfile}, Isolation: "auto", pullWait: 250 * time.Millisecond}
+	quiet := *g
+	quiet.Log = g.Log.Level(max(g.Log.GetLevel(), zerolog.WarnLevel))
+	w, err := f.buildWorker(ctx, &quiet, s.NC)
+	if err != nil {
+		return fmt.Errorf("no broker is running, and an in-process worker could not start: %w", err)
+	}
+	if err := w.Start(ctx); err != nil {
+		return err
+	}
+	s.closers = append(s.closers, func() {
+		stopCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = w.Stop(stopCtx)
+	})
+	return nil
+}
+
+func splitHostPort(addr string) (string, int, error) {
+	host, portStr, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", 0, fmt.Errorf("--listen %q: %w (want host:port)", addr, err)
+	}
+	port, err := strconv.Atoi(portStr)
+	if err != nil || port < 0 || port > 65535 {
+		return "", 0, fmt.Errorf("--listen %q: bad port", addr)
+	}
+	return host, port, nil
 }

@@ -14,10 +14,13 @@ import (
 	"github.com/alecthomas/kong"
 	"github.com/mattn/go-isatty"
 	"github.com/rs/zerolog"
+	"github.com/warrenhq/warren/sandbox"
 )
 
 func main() {
-	// sandbox.MaybeInit() is called first once the sandbox init lands.
+	// A sandbox init re-execs this binary; it must take over before
+	// anything else runs.
+	sandbox.MaybeInit()
 	soft, cancelSoft := context.WithCancel(context.Background())
 	hard, cancelHard := context.WithCancel(context.Background())
 	sigs := make(chan os.Signal, 2)
@@ -56,10 +59,10 @@ type stdio struct {
 // globals are shared by every command.
 type globals struct {
 	// Ctx is cancelled by the first SIGINT/SIGTERM; HardCtx by the second.
-	Ctx     context.Context
-	HardCtx context.Context
-	Log     zerolog.Logger
-	IO      stdio
+	Ctx     context.Context `kong:"-"`
+	HardCtx context.Context `kong:"-"`
+	Log     zerolog.Logger  `kong:"-"`
+	IO      stdio           `kong:"-"`
 
 	NATS     string `name:"nats" env:"WARREN_NATS_URL" help:"NATS URL of the broker (e.g. nats://host:4222). Without it, a local broker on 127.0.0.1:4222 is used if one runs, else an embedded one in --data-dir."`
 	DataDir  string `name:"data-dir" env:"WARREN_DATA_DIR" help:"Directory for the embedded broker's store." default:"${default_data_dir}"`
@@ -69,6 +72,17 @@ type globals struct {
 // cli is the command tree.
 type cli struct {
 	globals
+
+	Up     upCmd     `cmd:"" help:"Run an embedded broker and a worker in one process: Warren on one machine, no setup."`
+	Broker brokerCmd `cmd:"" help:"Run an embedded NATS broker with JetStream that workers and clients connect to."`
+	Worker workerCmd `cmd:"" help:"Run a worker: pull tasks for free sandbox slots and run them."`
+
+	Submit  submitCmd  `cmd:"" help:"Publish a JSONL batch of tasks exactly once; prints the batch id."`
+	Results resultsCmd `cmd:"" help:"Print a batch's results as JSONL (one object per task), waiting for all of them."`
+	Cancel  cancelCmd  `cmd:"" help:"Cancel a batch, or one task of it."`
+	Replay  replayCmd  `cmd:"" help:"Replay a batch, or a sequence/time range of it, as a new attempt."`
+	Hosts   hostsCmd   `cmd:"" help:"List the worker hosts in the registry."`
+	Exec    execCmd    `cmd:"" help:"Run one command somewhere in the fleet, streaming its output; exits with its status."`
 }
 
 func run(ctx, hard context.Context, args []string, io stdio) error {

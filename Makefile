@@ -1,0 +1,56 @@
+# Warren. `make help` lists the targets.
+GO       ?= $(shell command -v go 2>/dev/null || echo /usr/local/go/bin/go)
+export PATH := $(dir $(GO)):$(HOME)/go/bin:$(PATH)
+BIN      := bin/warren
+VERSION  ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
+LDFLAGS  := -X main.version=$(VERSION)
+# Debian packages the tests and the demo need: coq checks proofs, bubblewrap
+# is the benchmark baseline, python3 runs inside sandboxes in tests, util-linux
+# gives setpriv for the unprivileged test run.
+APT_PACKAGES := coq bubblewrap python3 util-linux passwd
+STATICCHECK  := honnef.co/go/tools/cmd/staticcheck@v0.8.2
+# Packages with concurrency worth the race detector on every `make test`.
+RACE_PKGS := ./messages/... ./broker/... ./worker/... ./scheduler/...
+
+.PHONY: help deps build test test-go test-race lint bench demo clean
+
+help: ## Show this help
+	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-22s %s\n", $$1, $$2}'
+
+deps: ## Install the Debian packages the tests and demo need (as root) if missing
+	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+		if [ "$$(id -u)" != 0 ]; then echo "missing Debian packages:$$missing; run: sudo apt-get install -y$$missing" >&2; exit 1; fi; \
+		echo "installing:$$missing"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
+	fi
+
+build: ## Build bin/warren
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/warren
+
+test: deps build ## Run every test: root suite, unprivileged sandbox suite, race detector on the queue
+	$(MAKE) --no-print-directory test-go
+	$(MAKE) --no-print-directory test-sandbox-unpriv
+	$(MAKE) --no-print-directory test-race
+
+test-go:
+	$(GO) test -count=1 -timeout 15m ./...
+
+test-race: ## Race detector on the concurrent packages
+	$(GO) test -race -count=1 -timeout 15m $(RACE_PKGS)
+
+lint: ## gofmt, go vet, staticcheck
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+	$(GO) run $(STATICCHECK) ./...
+
+bench: deps ## Benchmarks with same-run baselines; see docs/benchmarks.md
+	$(GO) test -run '^$$' -bench . -benchtime 3s -timeout 30m ./...
+
+demo: deps build ## Verify the example Coq batch on the embedded default
+	./$(BIN) verify examples/coq/batch.jsonl --profile coq --out /tmp/warren-demo-results.jsonl
+
+clean:
+	rm -rf bin
+
+-include mk/*.mk

@@ -1,0 +1,29 @@
+package main
+
+// cancelCmd cancels a batch or one task of it.
+type cancelCmd struct {
+	Batch  string `arg:"" help:"Batch id."`
+	Task   string `arg:"" optional:"" help:"Task id; without it the whole batch is cancelled."`
+	Reason string `name:"reason" default:"cancelled by user" help:"Recorded with the cancellation."`
+}
+
+func (c *cancelCmd) Run(g *globals) error {
+	s, err := g.open(g.Ctx, "warren-cancel", false)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	client, err := newSchedulerClient(g, s)
+	if err != nil {
+		return err
+	}
+	if err := client.Cancel(g.Ctx, c.Batch, c.Task, c.Reason); err != nil {
+		return err
+	}
+	what := "batch " + c.Batch
+	if c.Task != "" {
+		what = "task " + c.Task + " of batch " + c.Batch
+	}
+	g.Log.Info().Msgf("cancelled %s: running tasks are killed, queued ones end as cancelled", what)
+	return nil
+}

@@ -1,0 +1,122 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/warrenhq/warren/messages"
+	"golang.org/x/sys/unix"
+)
+
+// execCmd runs one command somewhere in the fleet with live output and
+// exits with its exit status.
+type execCmd struct {
+	Timeout   time.Duration     `name:"timeout" short:"t" help:"Wall-clock limit of the command (e.g. 30s); 0 takes the worker's default."`
+	Isolation string            `name:"isolation" default:"auto" enum:"auto,namespace,landlock,none" help:"Sandbox mode: auto, namespace, landlock or none (only on workers started with the insecure flag)."`
+	Profile   string            `name:"profile" help:"Toolchain profile the command needs; only hosts with it run it."`
+	Pool      string            `name:"pool" help:"Worker pool. Defaults to default."`
+	Network   string            `name:"network" default:"none" enum:"none,loopback" help:"Network policy: none or loopback."`
+	Env       map[string]string `name:"env" short:"e" help:"KEY=VALUE added to the command's environment (repeatable)."`
+	Stdin     bool              `name:"stdin" help:"Read standard input fully and give it to the command."`
+	Cmd       []string          `arg:"" passthrough:"partial" help:"Command and arguments; put -- before them when they start with a dash."`
+}
+
+// Exit statuses for outcomes that are not the command's own exit code,
+// following timeout(1) and the shells.
+const (
+	exitTimedOut  = 124
+	exitInfra     = 125
+	exitInvalid   = 2
+	exitCancelled = 130
+)
+
+func (c *execCmd) Run(g *globals) error {
+	argv := c.Cmd
+	if len(argv) > 0 && argv[0] == "--" { // kong keeps the separator for a passthrough argument
+		argv = argv[1:]
+	}
+	if len(argv) == 0 {
+		return errors.New("exec: no command given; usage: warren exec [flags] -- CMD [ARGS...]")
+	}
+	task := messages.Task{
+		Kind: messages.KindExec, Argv: argv, Env: c.Env, Pool: c.Pool, Profile: c.Profile,
+		Isolation: messages.Isolation(c.Isolation), Network: messages.Network(c.Network),
+		Limits: messages.Limits{WallTimeoutMS: c.Timeout.Milliseconds()},
+	}
+	if c.Stdin {
+		data, err := io.ReadAll(io.LimitReader(g.IO.In, messages.MaxTaskBytes+1))
+		if err != nil {
+			return err
+		}
+		if len(data) > messages.MaxTaskBytes {
+			return fmt.Errorf("--stdin: input exceeds %d bytes; put it in a file the command reads", messages.MaxTaskBytes)
+		}
+		task.Stdin = string(data)
+	}
+	s, err := g.open(g.Ctx, "warren-exec", true)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	client, err := newSchedulerClient(g, s)
+	if err != nil {
+		return err
+	}
+	res, err := client.Exec(g.Ctx, task, g.IO.Out, g.IO.Err)
+	if errors.Is(err, context.Canceled) {
+		fmt.Fprintln(g.IO.Err, "warren: interrupted; the task was cancelled")
+		return &exitCodeError{Code: exitCancelled}
+	}
+	if err != nil {
+		return err
+	}
+	code, msg := execExit(res)
+	if msg != "" {
+		fmt.Fprintln(g.IO.Err, "warren: "+msg)
+	}
+	if code != 0 {
+		return &exitCodeError{Code: code}
+	}
+	return nil
+}
+
+// execExit maps a result to the process exit status and, for outcomes that
+// are not a plain exit, a line saying what happened.
+func execExit(r *messages.Result) (int, string) {
+	where := ""
+	if r.Host != "" {
+		where = " on " + r.Host
+	}
+	switch r.Status {
+	case messages.StatusOK:
+		return 0, ""
+	case messages.StatusFailed:
+		if r.ExitCode > 0 && r.ExitCode < 256 {
+			return r.ExitCode, ""
+		}
+		return 1, fmt.Sprintf("failed with exit code %d%s", r.ExitCode, where)
+	case messages.StatusKilled:
+		if n := unix.SignalNum(r.Signal); n > 0 {
+			return 128 + int(n), fmt.Sprintf("killed by %s%s", r.Signal, where)
+		}
+		return 128 + int(unix.SIGKILL), fmt.Sprintf("killed%s", where)
+	case messages.StatusTimedOut:
+		return exitTimedOut, fmt.Sprintf("timed out after %s%s", time.Duration(r.WallMS)*time.Millisecond, where)
+	case messages.StatusCancelled:
+		return exitCancelled, "cancelled"
+	case messages.StatusInvalid:
+		return exitInvalid, fmt.Sprintf("task refused: %v", errOrStatus(r))
+	default:
+		return exitInfra, fmt.Sprintf("could not run%s: %v", where, errOrStatus(r))
+	}
+}
+
+func errOrStatus(r *messages.Result) any {
+	if r.Error != nil {
+		return r.Error
+	}
+	return r.Status
+}

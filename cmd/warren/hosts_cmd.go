@@ -1,0 +1,75 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/warrenhq/warren/messages"
+)
+
+// hostsCmd lists the worker hosts in the registry.
+type hostsCmd struct {
+	JSON bool `name:"json" help:"One JSON object per host instead of a table."`
+}
+
+func (c *hostsCmd) Run(g *globals) error {
+	s, err := g.open(g.Ctx, "warren-hosts", false)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	client, err := newSchedulerClient(g, s)
+	if err != nil {
+		return err
+	}
+	hosts, err := client.Hosts(g.Ctx)
+	if err != nil {
+		return err
+	}
+	if c.JSON {
+		enc := json.NewEncoder(g.IO.Out)
+		for i := range hosts {
+			if err := enc.Encode(&hosts[i]); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return writeHostTable(g, hosts, time.Now())
+}
+
+func writeHostTable(g *globals, hosts []messages.HostInfo, now time.Time) error {
+	if len(hosts) == 0 {
+		fmt.Fprintln(g.IO.Err, "no hosts registered (start one with `warren worker` or `warren up`)")
+		return nil
+	}
+	tw := tabwriter.NewWriter(g.IO.Out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "HOST\tPOOL\tFREE/SLOTS\tISOLATION\tPROFILES\tVERSION\tUP\tSEEN")
+	for _, h := range hosts {
+		iso := make([]string, len(h.Isolation))
+		for i, m := range h.Isolation {
+			iso[i] = string(m)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d/%d\t%s\t%s\t%s\t%s\t%s ago\n", h.ID, h.Pool, h.Free, h.Capacity,
+			dash(strings.Join(iso, ",")), dash(strings.Join(h.Profiles, ",")), dash(h.Version),
+			since(now, h.StartedAt), since(now, h.UpdatedAt))
+	}
+	return tw.Flush()
+}
+
+func since(now, t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return now.Sub(t).Round(time.Second).String()
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

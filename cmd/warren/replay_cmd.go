@@ -1,0 +1,67 @@
+package main
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/warrenhq/warren/scheduler"
+)
+
+// replayCmd republishes a batch, or a range of it, as a new attempt.
+type replayCmd struct {
+	Batch   string `arg:"" help:"Batch id."`
+	FromSeq uint64 `name:"from-seq" help:"First WARREN_TASKS stream sequence to replay (inclusive)."`
+	ToSeq   uint64 `name:"to-seq" help:"Last WARREN_TASKS stream sequence to replay (inclusive)."`
+	Since   string `name:"since" help:"Replay tasks stored at or after this time: RFC 3339, or a duration ago such as 2h."`
+	Until   string `name:"until" help:"Replay tasks stored before this time: RFC 3339, or a duration ago."`
+	Wait    bool   `name:"wait" short:"w" help:"Wait for the new attempt's results (progress on stderr) and write them as JSONL."`
+	Out     string `name:"out" short:"o" help:"With --wait, write the results to this file instead of stdout." type:"path"`
+}
+
+func (c *replayCmd) Run(g *globals) error {
+	since, err := parseWhen("--since", c.Since)
+	if err != nil {
+		return err
+	}
+	until, err := parseWhen("--until", c.Until)
+	if err != nil {
+		return err
+	}
+	s, err := g.open(g.Ctx, "warren-replay", c.Wait)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	client, err := newSchedulerClient(g, s)
+	if err != nil {
+		return err
+	}
+	rep, err := client.Replay(g.Ctx, scheduler.ReplayOptions{
+		Batch: c.Batch, FromSeq: c.FromSeq, ToSeq: c.ToSeq, Since: since, Until: until,
+	})
+	if err != nil {
+		return err
+	}
+	g.Log.Info().Str("batch", rep.Batch).Int("attempt", rep.Attempt).Int("tasks", rep.Total).
+		Int("invalid_skipped", rep.Invalid).Msg("replay published")
+	if !c.Wait {
+		_, err = fmt.Fprintln(g.IO.Out, rep.Attempt)
+		return err
+	}
+	fmt.Fprintf(g.IO.Err, "batch %s attempt %d\n", rep.Batch, rep.Attempt)
+	return collectResults(g, client, scheduler.CollectOptions{Batch: rep.Batch, Attempt: rep.Attempt}, c.Out)
+}
+
+// parseWhen reads an RFC 3339 time or a duration before now; "" is zero.
+func parseWhen(flag, v string) (time.Time, error) {
+	if v == "" {
+		return time.Time{}, nil
+	}
+	if t, err := time.Parse(time.RFC3339Nano, v); err == nil {
+		return t, nil
+	}
+	if d, err := time.ParseDuration(v); err == nil && d >= 0 {
+		return time.Now().Add(-d), nil
+	}
+	return time.Time{}, fmt.Errorf("%s %q: want an RFC 3339 time (2026-01-02T15:04:05Z) or a duration ago (90m)", flag, v)
+}

@@ -1,0 +1,118 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/warrenhq/warren/messages"
+	"github.com/warrenhq/warren/sandbox"
+	"github.com/warrenhq/warren/worker"
+)
+
+// workerFlags configure a worker; shared by `worker` and `up`.
+type workerFlags struct {
+	Capacity            int           `help:"Sandbox slots: the most tasks this host runs at once. 0 means one per CPU." default:"0"`
+	Pool                string        `help:"Worker pool to serve." default:"default"`
+	Profiles            []string      `name:"profile" help:"Exec profiles served (repeatable)." default:"default"`
+	Isolation           string        `help:"Sandbox mode: auto (strongest available, refuse if none), namespace, landlock, or none (needs --insecure-no-isolation)." enum:"auto,namespace,landlock,none" default:"auto"`
+	InsecureNoIsolation bool          `name:"insecure-no-isolation" help:"Allow --isolation=none: tasks run WITHOUT a sandbox (timeouts, process-group kill, output caps and a cleared environment only). Never for untrusted code."`
+	HostID              string        `name:"host-id" help:"Name of this host in results and the registry (default: hostname-pid)."`
+	ScratchRoot         string        `name:"scratch-root" help:"Directory for per-task scratch dirs (default: $TMPDIR/warren-sandboxes)."`
+	DrainTimeout        time.Duration `name:"drain-timeout" help:"On the first SIGTERM/SIGINT, how long running tasks may finish before they are cancelled and handed back to the queue." default:"5m"`
+
+	pullWait time.Duration // shorter for a client's short-lived in-process worker
+}
+
+// buildWorker creates the sandbox runner, proves it works by running a
+// probe sandbox (fail closed: no isolation, no worker), and the worker.
+func (f *workerFlags) buildWorker(ctx context.Context, g *globals, nc *nats.Conn) (*worker.Worker, error) {
+	iso := sandbox.Isolation(f.Isolation)
+	if iso == sandbox.IsolationNone && !f.InsecureNoIsolation {
+		return nil, fmt.Errorf("--isolation=none runs untrusted tasks without a sandbox; add --insecure-no-isolation if that is really what you want")
+	}
+	runner, err := sandbox.New(sandbox.Config{
+		Isolation:     iso,
+		AllowInsecure: f.InsecureNoIsolation,
+		ScratchRoot:   f.ScratchRoot,
+		Logger:        g.Log,
+	})
+	if err != nil {
+		return nil, err
+	}
+	inForce, err := selfTest(ctx, runner)
+	if err != nil {
+		return nil, fmt.Errorf("this host cannot run %s sandboxes: %w\nrun `warren doctor` for what is missing and how to fix it", iso, err)
+	}
+	if iso == sandbox.IsolationNone {
+		g.Log.Warn().Msg("INSECURE: tasks run without isolation (--insecure-no-isolation)")
+	}
+	return worker.New(nc, worker.Config{
+		HostID:       f.HostID,
+		Pool:         f.Pool,
+		Capacity:     f.Capacity,
+		ExecProfiles: f.Profiles,
+		Runner:       runner,
+		Isolation:    []messages.Isolation{messages.Isolation(inForce)},
+		PullWait:     f.pullWait,
+		Version:      version,
+		Logger:       g.Log,
+	})
+}
+
+// selfTest runs /bin/true in the configured mode and returns what was in
+// force: creating a namespace proves nothing, running a command in one does.
+func selfTest(ctx context.Context, r *sandbox.Runner) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	res, err := r.Run(ctx, sandbox.Spec{Argv: []string{"/bin/true"}})
+	if err != nil {
+		return "", err
+	}
+	if res.ExitCode != 0 {
+		return "", fmt.Errorf("probe sandbox exited %d (signal %q)", res.ExitCode, res.Signal)
+	}
+	return res.InForce, nil
+}
+
+// serve runs w until the first signal, then drains; a second signal (or the
+// drain timeout) cancels running tasks, which go back to the queue.
+func (f *workerFlags) serve(g *globals, w *worker.Worker) error {
+	if err := w.Start(g.Ctx); err != nil {
+		return err
+	}
+	<-g.Ctx.Done()
+	g.Log.Info().Dur("drain_timeout", f.DrainTimeout).Msg("draining: no new tasks; waiting for running ones (signal again to cancel them)")
+	ctx, cancel := context.WithTimeout(g.HardCtx, f.DrainTimeout)
+	defer cancel()
+	if err := w.Stop(ctx); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return nil
+}
+
+type workerCmd struct {
+	workerFlags
+}
+
+func (c *workerCmd) Run(g *globals) error {
+	url := g.NATS
+	if url == "" {
+		url = localURL
+	}
+	sess, err := g.dial(g.Ctx, url, "warren-worker")
+	if err != nil {
+		return err
+	}
+	defer sess.Close()
+	w, err := c.buildWorker(g.Ctx, g, sess.NC)
+	if err != nil {
+		return err
+	}
+	return c.serve(g, w)
+}
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"

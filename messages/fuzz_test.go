@@ -1,0 +1,77 @@
+package messages_test
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/warrenhq/warren/messages"
+)
+
+// FuzzDecodeTask: any input either decodes to a task that validates and
+// round-trips, or is refused with a *messages.Error; it never panics.
+func FuzzDecodeTask(f *testing.F) {
+	f.Add([]byte(`{"v":1,"id":"t","batch":"b","kind":"exec","argv":["true"]}`))
+	f.Add([]byte(`{"v":1,"id":"t","batch":"b","kind":"exec","shell":"echo","files":{"a/b":"c"},"limits":{"wall_timeout_ms":5}}`))
+	f.Add([]byte(`{"v":1,"id":"t","batch":"b","kind":"verify","profile":"coq","verify":{"theorem":"x","statement":"True","proof":"exact I."}}`))
+	f.Add([]byte(`{"v":1,"id":"t","batch":"b","kind":"exec","argv":["a\u0000"]}`))
+	f.Add([]byte("\xff"))
+	f.Add([]byte(`[]`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		task, err := messages.DecodeTask(data)
+		if err != nil {
+			var me *messages.Error
+			if !errors.As(err, &me) || me.Code == "" || me.Msg == "" {
+				t.Fatalf("refusal without a code and message: %v", err)
+			}
+			return
+		}
+		if err := task.Validate(); err != nil {
+			t.Fatalf("decoded task fails validation: %v", err)
+		}
+		for p := range task.Files {
+			c, err := messages.CleanRelPath("files", p)
+			if err != nil || strings.HasPrefix(c, "/") || c == ".." || strings.HasPrefix(c, "../") {
+				t.Fatalf("accepted file path escapes: %q -> %q %v", p, c, err)
+			}
+		}
+		for _, a := range task.Command() {
+			if strings.IndexByte(a, 0) >= 0 {
+				t.Fatalf("accepted NUL in argv")
+			}
+		}
+		again, err := json.Marshal(task)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := messages.DecodeTask(again); err != nil {
+			t.Fatalf("round trip refused: %v", err)
+		}
+	})
+}
+
+// FuzzCleanRelPath: an accepted path never leaves its directory.
+func FuzzCleanRelPath(f *testing.F) {
+	for _, s := range []string{"a", "a/b", "../a", "a/../../b", "/abs", "a//b/./c", "..", "a/..", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, p string) {
+		c, err := messages.CleanRelPath("f", p)
+		if err != nil {
+			return
+		}
+		if c == "." || c == ".." || strings.HasPrefix(c, "/") || strings.HasPrefix(c, "../") {
+			t.Fatalf("%q cleaned to escaping %q", p, c)
+		}
+	})
+}
+
+// FuzzDecodeResult never panics.
+func FuzzDecodeResult(f *testing.F) {
+	f.Add([]byte(`{"v":1,"id":"a","batch":"b","status":"ok"}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		_, _ = messages.DecodeResult(data)
+		_, _ = messages.DecodeEvent(data)
+	})
+}

@@ -1,0 +1,18 @@
+package messages
+
+import "time"
+
+// HostInfo is a worker host's entry in the registry bucket BucketHosts,
+// stored under its ID. The worker re-puts it on every heartbeat; the bucket's
+// TTL removes the entry of a host that stopped refreshing it.
+type HostInfo struct {
+	ID        string      `json:"id"`
+	Pool      string      `json:"pool"`
+	Capacity  int         `json:"capacity"` // sandbox slots
+	Free      int         `json:"free"`     // slots not running a task right now
+	Isolation []Isolation `json:"isolation"`
+	Profiles  []string    `json:"profiles"`
+	Version   string      `json:"version"`
+	StartedAt time.Time   `json:"started_at"`
+	UpdatedAt time.Time   `json:"updated_at"`
+}

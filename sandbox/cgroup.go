@@ -1,0 +1,220 @@
+package sandbox
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// cgroupMount is where the host's cgroup hierarchies are mounted.
+const cgroupMount = "/sys/fs/cgroup"
+
+// cgroupSupport says which cgroup interface the runner can use for memory
+// and pids limits. Each run gets a child cgroup under the worker's own, so
+// limits set on the worker still bound its sandboxes.
+type cgroupSupport struct {
+	Version int    // 1, 2, or 0 when unusable
+	Why     string // when Version is 0: the reason
+	// parents maps a v1 controller (or "" for v2) to the worker's own
+	// cgroup directory.
+	parents map[string]string
+}
+
+func (c cgroupSupport) String() string {
+	switch c.Version {
+	case 1:
+		return "cgroup v1 (memory, pids)"
+	case 2:
+		return "cgroup v2 (memory, pids)"
+	}
+	return "rlimits only (" + c.Why + ")"
+}
+
+// detectCgroups finds a usable cgroup interface: one where this process
+// can create a child cgroup with memory and pids controllers.
+func detectCgroups() cgroupSupport {
+	own, err := ownCgroups()
+	if err != nil {
+		return cgroupSupport{Why: "reading /proc/self/cgroup: " + err.Error()}
+	}
+	if b, err := os.ReadFile(filepath.Join(cgroupMount, "cgroup.controllers")); err == nil {
+		ctrl := strings.Fields(string(b))
+		if !contains(ctrl, "memory") || !contains(ctrl, "pids") {
+			return cgroupSupport{Why: "cgroup v2 without the memory and pids controllers"}
+		}
+		dir := filepath.Join(cgroupMount, own[""])
+		if err := probeWritable(dir); err != nil {
+			return cgroupSupport{Why: "cgroup v2 not delegated to this user: " + err.Error()}
+		}
+		return cgroupSupport{Version: 2, parents: map[string]string{"": dir}}
+	}
+	parents := map[string]string{}
+	for _, c := range []string{"memory", "pids"} {
+		dir := filepath.Join(cgroupMount, c, own[c])
+		if _, err := os.Stat(dir); err != nil {
+			return cgroupSupport{Why: "cgroup v1 " + c + " controller not mounted"}
+		}
+		if err := probeWritable(dir); err != nil {
+			return cgroupSupport{Why: "cgroup v1 " + c + " not writable by this user: " + err.Error()}
+		}
+		parents[c] = dir
+	}
+	return cgroupSupport{Version: 1, parents: parents}
+}
+
+func contains(xs []string, x string) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}
+
+func probeWritable(dir string) error {
+	d, err := os.MkdirTemp(dir, "warren-probe-")
+	if err != nil {
+		return err
+	}
+	return os.Remove(d)
+}
+
+// ownCgroups maps controller -> this process's cgroup path ("" for v2).
+func ownCgroups() (map[string]string, error) {
+	f, err := os.Open("/proc/self/cgroup")
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	m := map[string]string{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		parts := strings.SplitN(sc.Text(), ":", 3)
+		if len(parts) != 3 {
+			continue
+		}
+		for _, c := range strings.Split(parts[1], ",") {
+			m[c] = parts[2]
+		}
+	}
+	return m, sc.Err()
+}
+
+// runCgroup is one run's cgroup (one directory per v1 controller).
+type runCgroup struct {
+	version int
+	dirs    map[string]string
+}
+
+func (c cgroupSupport) create(name string, memory, pids int64) (*runCgroup, error) {
+	if c.Version == 0 {
+		return nil, nil
+	}
+	cg := &runCgroup{version: c.Version, dirs: map[string]string{}}
+	for ctrl, parent := range c.parents {
+		dir := filepath.Join(parent, name)
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			cg.remove()
+			return nil, err
+		}
+		cg.dirs[ctrl] = dir
+	}
+	var writes [][2]string
+	if c.Version == 1 {
+		writes = [][2]string{
+			{filepath.Join(cg.dirs["memory"], "memory.limit_in_bytes"), strconv.FormatInt(memory, 10)},
+			{filepath.Join(cg.dirs["pids"], "pids.max"), strconv.FormatInt(pids, 10)},
+		}
+	} else {
+		writes = [][2]string{
+			{filepath.Join(cg.dirs[""], "memory.max"), strconv.FormatInt(memory, 10)},
+			{filepath.Join(cg.dirs[""], "memory.swap.max"), "0"},
+			{filepath.Join(cg.dirs[""], "pids.max"), strconv.FormatInt(pids, 10)},
+		}
+	}
+	for _, w := range writes {
+		if err := os.WriteFile(w[0], []byte(w[1]), 0); err != nil && !(strings.HasSuffix(w[0], "swap.max") && errors.Is(err, os.ErrNotExist)) {
+			cg.remove()
+			return nil, err
+		}
+	}
+	return cg, nil
+}
+
+// v2Dir is the directory to pass as CgroupFD (v2 only).
+func (cg *runCgroup) v2Dir() string {
+	if cg == nil || cg.version != 2 {
+		return ""
+	}
+	return cg.dirs[""]
+}
+
+// attach moves pid in (v1: before the init reads its config, so before
+// anything of the task runs).
+func (cg *runCgroup) attach(pid int) error {
+	if cg == nil || cg.version != 1 {
+		return nil
+	}
+	for _, dir := range cg.dirs {
+		if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// peakMemory is the run's peak memory use in bytes (0 when unknown).
+func (cg *runCgroup) peakMemory() int64 {
+	if cg == nil {
+		return 0
+	}
+	file := filepath.Join(cg.dirs["memory"], "memory.max_usage_in_bytes")
+	if cg.version == 2 {
+		file = filepath.Join(cg.dirs[""], "memory.peak")
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return 0
+	}
+	n, _ := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	return n
+}
+
+// empty reports whether no process is left in the cgroup.
+func (cg *runCgroup) empty() bool {
+	for _, dir := range cg.dirs {
+		b, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
+		if err != nil || len(strings.TrimSpace(string(b))) != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// remove deletes the cgroup, waiting briefly for exiting tasks to leave.
+func (cg *runCgroup) remove() error {
+	if cg == nil {
+		return nil
+	}
+	deadline := time.Now().Add(2 * time.Second)
+	var errs []error
+	for _, dir := range cg.dirs {
+		for {
+			err := os.Remove(dir)
+			if err == nil || errors.Is(err, os.ErrNotExist) {
+				break
+			}
+			if time.Now().After(deadline) {
+				errs = append(errs, fmt.Errorf("remove cgroup %s: %w", dir, err))
+				break
+			}
+			time.Sleep(5 * time.Millisecond) // EBUSY while the last task exits
+		}
+	}
+	return errors.Join(errs...)
+}

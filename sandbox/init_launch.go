@@ -1,0 +1,157 @@
+package sandbox
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"runtime"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// stepStartInit is the SetupError step of a failed clone/exec of the init
+// (in namespace mode: the kernel refused the namespaces).
+const stepStartInit = "start init"
+
+// errInitDied means the init ended before it either exec'd the task or
+// reported a failed step (killed, say).
+var errInitDied = errors.New("the sandbox init died during setup")
+
+// initLaunch is one start of the sandbox init, shared by the isolated modes.
+type initLaunch struct {
+	cfg    *initConfig
+	attr   *syscall.SysProcAttr // clone flags, ids, Pdeathsig (set here if zero)
+	cgroup *runCgroup           // nil when limits are rlimits only
+	spec   Spec                 // stdio and limits
+	// killTree kills every process of the run; defaults to killing the
+	// init, which in a pid namespace takes the whole namespace with it.
+	killTree func(p *os.Process)
+}
+
+// launchInit starts the init, sends its config, and waits for the task
+// tree to end. An error means the task never ran (a *SetupError naming the
+// step) or its end could not be observed.
+func (r *Runner) launchInit(ctx context.Context, l initLaunch) (*Result, error) {
+	// Pdeathsig fires when the creating *thread* exits: keep this goroutine
+	// on its thread until the init is reaped.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+
+	confR, confW, err := os.Pipe()
+	if err != nil {
+		return nil, &SetupError{Step: "config pipe", Err: err}
+	}
+	defer confW.Close() // the init's lifeline: closed once the run is over
+	statusR, statusW, err := os.Pipe()
+	if err != nil {
+		confR.Close()
+		return nil, &SetupError{Step: "status pipe", Err: err}
+	}
+	defer statusR.Close()
+
+	self, err := os.Executable()
+	if err != nil {
+		self = "/proc/self/exe"
+	}
+	cmd := &exec.Cmd{
+		Path:        "/proc/self/exe",
+		Args:        []string{initArg0},
+		Env:         []string{},
+		Stdin:       l.spec.Stdin,
+		Stdout:      l.spec.Stdout,
+		Stderr:      l.spec.Stderr,
+		ExtraFiles:  []*os.File{confR, statusW},
+		SysProcAttr: l.attr,
+		// The task's tree dies with its pid namespace; a descriptor held by
+		// something else must not hang Wait.
+		WaitDelay: time.Second,
+	}
+	if l.attr.Pdeathsig == 0 {
+		l.attr.Pdeathsig = syscall.SIGKILL
+	}
+	if dir := l.cgroup.v2Dir(); dir != "" {
+		fd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			confR.Close()
+			statusW.Close()
+			return nil, &SetupError{Step: "open cgroup", Path: dir, Err: err}
+		}
+		defer unix.Close(fd)
+		l.attr.UseCgroupFD, l.attr.CgroupFD = true, fd
+	}
+	start := time.Now()
+	err = cmd.Start()
+	confR.Close()
+	statusW.Close()
+	if err != nil {
+		return nil, &SetupError{Step: stepStartInit, Path: self, Err: err}
+	}
+	kill := func() { _ = cmd.Process.Kill() }
+	if l.killTree != nil {
+		kill = func() { l.killTree(cmd.Process) }
+	}
+	fail := func(se *SetupError) (*Result, error) {
+		kill()
+		_ = cmd.Wait()
+		return nil, se
+	}
+	if err := l.cgroup.attach(cmd.Process.Pid); err != nil {
+		return fail(&SetupError{Step: "attach cgroup", Err: err})
+	}
+	// The init blocks on its config until it is in its cgroup.
+	if err := json.NewEncoder(confW).Encode(l.cfg); err != nil {
+		return fail(&SetupError{Step: "send config", Err: err})
+	}
+
+	wall := time.NewTimer(l.spec.Limits.Wall)
+	defer wall.Stop()
+	done := make(chan struct{})
+	defer close(done)
+	var timedOut atomic.Bool
+	go func() {
+		select {
+		case <-wall.C:
+			timedOut.Store(true)
+			kill()
+		case <-ctx.Done():
+			kill()
+		case <-done:
+		}
+	}()
+
+	status, err := io.ReadAll(statusR)
+	if err != nil {
+		return fail(&SetupError{Step: "read init status", Err: err})
+	}
+	if len(status) == 0 || status[0] != initStatusExec || len(status) > 1 {
+		if len(status) > 0 && status[0] == initStatusExec {
+			status = status[1:]
+		}
+		var f initFailure
+		if len(status) == 0 || json.Unmarshal(status, &f) != nil {
+			if timedOut.Load() || ctx.Err() != nil {
+				return fail(&SetupError{Step: "setup", Err: context.DeadlineExceeded})
+			}
+			return fail(&SetupError{Step: "init", Err: errInitDied})
+		}
+		return fail(f.setupError())
+	}
+
+	waitErr := cmd.Wait()
+	kill() // nothing of the run outlives it
+	if cmd.ProcessState == nil {
+		return nil, errors.Join(errors.New("sandbox: wait"), waitErr)
+	}
+	res := resultFromState(cmd.ProcessState, time.Since(start))
+	res.TimedOut = timedOut.Load() || res.Signal == "SIGXCPU"
+	if peak := l.cgroup.peakMemory(); peak > 0 {
+		res.PeakMemory = peak
+	}
+	return res, nil
+}

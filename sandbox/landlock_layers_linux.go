@@ -1,0 +1,116 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// inForceLayer is what the Landlock layer adds to Result.InForce.
+const inForceLayer = "+landlock+seccomp"
+
+// runAuto runs spec in the strongest mode the host supports: namespaces
+// with the Landlock layer on top (namespace only when Landlock is below
+// the floor, as InForce then says), else Landlock alone, else refuses with
+// both reasons.
+func (r *Runner) runAuto(ctx context.Context, spec Spec) (*Result, error) {
+	res, nsErr := r.runNamespace(ctx, spec)
+	if nsErr == nil || !errors.Is(nsErr, ErrUnavailable) {
+		return res, nsErr
+	}
+	r.log.Warn().Err(nsErr).Msg("namespaces unavailable, falling back to Landlock isolation")
+	res, llErr := r.runLandlock(ctx, spec)
+	if llErr != nil {
+		return nil, fmt.Errorf("%w: no isolation available: namespaces: %w; landlock: %w", ErrUnavailable, nsErr, llErr)
+	}
+	return res, nil
+}
+
+// layeredLandlock is the Landlock layer of the namespace mode, with paths
+// as seen inside the new root: the scratch (bound at its host path), the
+// private /tmp and /dev/shm, the toolchain. It returns nil when the
+// host's ABI is below Config.LandlockMinABI (the run is then namespace
+// only), and the suffix for Result.InForce.
+func (r *Runner) layeredLandlock(spec Spec, scratchInside string) (*landlockPolicy, string) {
+	if landlockABI().require(r.cfg.LandlockMinABI) != nil {
+		return nil, ""
+	}
+	return newLandlockPolicy(landlockView{
+		Home:      scratchInside,
+		Writable:  []string{"/tmp", "/dev/shm"},
+		Toolchain: spec.ReadOnly,
+		Network:   spec.Network,
+		MinABI:    r.cfg.LandlockMinABI,
+	}), inForceLayer
+}
+
+// landlockStatus is the Landlock part of the host probe (`warren doctor`).
+type landlockStatus struct {
+	KernelABI int      `json:"kernel_abi"`
+	ABI       int      `json:"abi"` // effective (after errata)
+	Errata    int      `json:"errata"`
+	MinABI    int      `json:"min_abi"`
+	Features  []string `json:"features"`
+	Error     string   `json:"error,omitempty"` // why the mode is refused
+	// Modes says what each isolation value gives on this host.
+	Modes map[Isolation]string `json:"modes"`
+}
+
+// landlockReport probes Landlock and says what each mode gives here, given
+// the configured floor and whether the namespace mode works (the caller's
+// own probe).
+func landlockReport(minABI int, namespaces bool) landlockStatus {
+	if minABI == 0 {
+		minABI = landlockMinABIDefault
+	}
+	abi := landlockABI()
+	st := landlockStatus{KernelABI: abi.Kernel, ABI: abi.Effective, Errata: abi.Errata, MinABI: minABI, Modes: map[Isolation]string{}}
+	for v := 1; v <= abi.Effective && v < len(landlockABIFeatures); v++ {
+		st.Features = append(st.Features, landlockABIFeatures[v])
+	}
+	llErr := abi.require(minABI)
+	if llErr != nil {
+		st.Error = llErr.Error()
+	}
+	switch {
+	case namespaces && llErr == nil:
+		st.Modes[IsolationNamespace] = "namespace" + inForceLayer
+		st.Modes[IsolationLandlock] = inForceLandlock
+		st.Modes[IsolationAuto] = "namespace" + inForceLayer
+	case namespaces:
+		st.Modes[IsolationNamespace] = "namespace (no Landlock layer: " + shortReason(llErr) + ")"
+		st.Modes[IsolationLandlock] = "refused: " + shortReason(llErr)
+		st.Modes[IsolationAuto] = "namespace"
+	case llErr == nil:
+		st.Modes[IsolationNamespace] = "refused (namespaces unavailable)"
+		st.Modes[IsolationLandlock] = inForceLandlock
+		st.Modes[IsolationAuto] = inForceLandlock
+	default:
+		st.Modes[IsolationNamespace] = "refused (namespaces unavailable)"
+		st.Modes[IsolationLandlock] = "refused: " + shortReason(llErr)
+		st.Modes[IsolationAuto] = "refused (no isolation available)"
+	}
+	return st
+}
+
+func shortReason(err error) string {
+	s := err.Error()
+	if i := strings.Index(s, ". "); i > 0 {
+		s = s[:i]
+	}
+	return strings.TrimPrefix(s, ErrUnavailable.Error()+": ")
+}
+
+// Lines renders the status for `warren doctor`.
+func (s landlockStatus) Lines() []string {
+	out := []string{fmt.Sprintf("landlock: kernel ABI %d, effective %d, errata %#x, floor %d; features: %s",
+		s.KernelABI, s.ABI, s.Errata, s.MinABI, strings.Join(s.Features, ","))}
+	if s.Error != "" {
+		out = append(out, "landlock: "+s.Error)
+	}
+	for _, m := range []Isolation{IsolationAuto, IsolationNamespace, IsolationLandlock} {
+		out = append(out, fmt.Sprintf("isolation %s: %s", m, s.Modes[m]))
+	}
+	return out
+}

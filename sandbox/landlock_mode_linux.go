@@ -1,0 +1,217 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// inForceLandlock names the layers of the Landlock-only mode in Result.InForce.
+const inForceLandlock = "landlock+seccomp"
+
+// runLandlock runs spec with Landlock, seccomp and rlimits but no
+// namespaces: for hosts that forbid them. The sandbox gets a private 0700
+// home under Config.ScratchRoot (the only writable place, TMPDIR inside
+// it), a rebuilt environment, NO_NEW_PRIVS and the Landlock-mode policy,
+// all applied by the sandbox init before it execs the command. As root the
+// run has its own uid from the pool, reused only after a verified teardown;
+// as an ordinary user every run shares the worker's uid and only Landlock
+// domains separate them (see doc.go, "Landlock mode").
+func (r *Runner) runLandlock(ctx context.Context, spec Spec) (res *Result, err error) {
+	r.nsInit()
+	if err := validateNSSpec(spec); err != nil {
+		return nil, err
+	}
+	if err := landlockABI().require(r.cfg.LandlockMinABI); err != nil {
+		return nil, &SetupError{Step: "landlock abi", Err: err}
+	}
+	for _, p := range spec.ReadOnly {
+		if _, err := os.Stat(p); err != nil {
+			return nil, &SetupError{Step: "read-only path", Path: p, Err: err}
+		}
+	}
+	uid, gid := uint32(os.Getuid()), uint32(os.Getgid())
+	if r.ns.pool != nil {
+		u, err := r.ns.pool.acquire()
+		if err != nil {
+			return nil, &SetupError{Step: "acquire sandbox uid", Err: err}
+		}
+		uid, gid = u, u
+	}
+	home, err := r.nsScratch(spec, uid, gid)
+	if err != nil {
+		_ = r.landlockTeardown(nsScratch{}, uid, nil)
+		return nil, err
+	}
+	var cg *runCgroup
+	defer func() {
+		if terr := r.landlockTeardown(home, uid, cg); terr != nil {
+			r.log.Error().Err(terr).Uint32("uid", uid).Msg("landlock sandbox teardown failed")
+		}
+	}()
+	tmp := filepath.Join(home.path, ".tmp")
+	if err := os.Mkdir(tmp, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+		return nil, &SetupError{Step: "create TMPDIR", Path: tmp, Err: err}
+	}
+	if err := os.Lchown(tmp, int(uid), int(gid)); err != nil {
+		return nil, &SetupError{Step: "chown TMPDIR", Path: tmp, Err: err}
+	}
+	cg, err = r.ns.cgroups.create("ll-"+filepath.Base(home.path)+"-"+fmt.Sprint(uid), spec.Limits.Memory, spec.Limits.Processes)
+	if err != nil {
+		return nil, &SetupError{Step: "create cgroup", Err: err}
+	}
+
+	env, path := splitPath(buildEnv(spec.Env, home.path, tmp))
+	cfg := &initConfig{
+		Argv:    spec.Argv,
+		Env:     env,
+		Path:    path,
+		Dir:     filepath.Join(home.path, spec.Cwd),
+		Rlimits: limitsToRlimits(spec.Limits),
+		Landlock: newLandlockPolicy(landlockView{
+			Home:      home.path,
+			Toolchain: spec.ReadOnly,
+			Network:   spec.Network,
+			MinABI:    r.cfg.LandlockMinABI,
+		}),
+	}
+	if r.ns.pool != nil {
+		cfg.Cred = &initCred{UID: int(uid), GID: int(gid)}
+	}
+	kill := func(p *os.Process) {
+		// The init made itself a session and group leader; escapees from
+		// the group are caught by the uid sweep (root) at teardown.
+		_ = unix.Kill(-p.Pid, unix.SIGKILL)
+		_ = p.Kill()
+	}
+	res, err = r.launchInit(ctx, initLaunch{
+		cfg:      cfg,
+		attr:     &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL},
+		cgroup:   cg,
+		spec:     spec,
+		killTree: kill,
+	})
+	if err != nil {
+		return nil, err
+	}
+	res.InForce = inForceLandlock
+	res.ResourceLimits = r.ns.cgroups.String()
+	return res, nil
+}
+
+// landlockTeardown removes the home and, as root, sweeps the run's uid and
+// returns it to the pool only when no live process of it is left and the
+// home is gone; otherwise the uid is quarantined. Zombies do not count:
+// they are dead and only wait for a parent to reap them.
+func (r *Runner) landlockTeardown(home nsScratch, uid uint32, cg *runCgroup) error {
+	var errs []error
+	if r.ns.pool != nil {
+		if err := landlockSweepUID(uid); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := home.cleanup(); err != nil {
+		errs = append(errs, err)
+	}
+	if r.ns.pool != nil {
+		errs = append(errs, r.ns.pool.release(uid, func(uid uint32) error {
+			if pids, err := livePIDsOfUID(uid); err != nil || len(pids) > 0 {
+				return errors.Join(err, fmt.Errorf("processes of uid %d still alive: %v", uid, pids))
+			}
+			if home.owned {
+				if _, err := os.Lstat(home.path); !errors.Is(err, os.ErrNotExist) {
+					return fmt.Errorf("home %s not removed", home.path)
+				}
+			}
+			return nil
+		}))
+	}
+	if err := cg.remove(); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// splitPath removes PATH from env and returns it separately (the init
+// prunes it to existing directories).
+func splitPath(env []string) ([]string, string) {
+	path := minimalPath
+	out := env[:0:0]
+	for _, e := range env {
+		if p, ok := strings.CutPrefix(e, "PATH="); ok {
+			path = p
+			continue
+		}
+		out = append(out, e)
+	}
+	return out, path
+}
+
+// landlockSweepTimeout bounds the uid sweep; a uid still busy after it is
+// quarantined by the pool's teardown check.
+const landlockSweepTimeout = time.Second
+
+// landlockSweepUID SIGKILLs every process running as uid (setsid escapees
+// included) until none is left or the timeout passes. Only meaningful for
+// a dedicated pool uid: never call it with the worker's own uid.
+func landlockSweepUID(uid uint32) error {
+	if uid == uint32(os.Getuid()) {
+		return errors.New("refusing to sweep the worker's own uid")
+	}
+	deadline := time.Now().Add(landlockSweepTimeout)
+	for backoff := time.Millisecond; ; backoff = min(2*backoff, 50*time.Millisecond) {
+		all, err := processesOfUID(uid)
+		if err != nil {
+			return err
+		}
+		live, err := livePIDsOfUID(uid)
+		if err != nil {
+			return err
+		}
+		if len(all) == 0 {
+			return nil
+		}
+		for _, pid := range live {
+			_ = unix.Kill(pid, unix.SIGKILL)
+		}
+		if time.Now().After(deadline) {
+			if len(live) == 0 {
+				// Only zombies: dead, waiting for a parent that does not
+				// reap (the teardown check decides).
+				return nil
+			}
+			return fmt.Errorf("processes of uid %d survive the sweep: %v", uid, live)
+		}
+		// A killed process takes a moment to die and be reaped.
+		time.Sleep(backoff)
+	}
+}
+
+// livePIDsOfUID is processesOfUID without zombies (dead already; their
+// parent reaps them).
+func livePIDsOfUID(uid uint32) ([]int, error) {
+	pids, err := processesOfUID(uid)
+	if err != nil {
+		return nil, err
+	}
+	live := pids[:0]
+	for _, pid := range pids {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			continue
+		}
+		// State follows the parenthesised comm, which may contain spaces.
+		if i := strings.LastIndexByte(string(b), ')'); i > 0 && i+2 < len(b) && b[i+2] == 'Z' {
+			continue
+		}
+		live = append(live, pid)
+	}
+	return live, nil
+}

@@ -1,0 +1,63 @@
+package sandbox
+
+import "slices"
+
+// landlockView describes what a sandbox may touch, with paths as the child
+// sees them (inside the new root in the layered mode, host paths in the
+// Landlock-only mode).
+type landlockView struct {
+	// Home is the sandbox's private home: every handled right.
+	Home string
+	// Writable are further sandbox-private writable trees (the layered
+	// mode's private /tmp and /dev/shm). Never a host-shared directory.
+	Writable []string
+	// Toolchain are read + execute paths from the task's profile
+	// (Spec.ReadOnly).
+	Toolchain []string
+	// Network none denies TCP connect; TCP bind is always denied.
+	Network Network
+	// MinABI is the Landlock ABI floor; 0 means landlockMinABIDefault.
+	MinABI int
+}
+
+// landlockSystemDirs may be read and executed. Missing ones (lib32 on most
+// hosts) are skipped; merged-/usr links resolve to /usr.
+var landlockSystemDirs = []string{"/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32"}
+
+// landlockEtcFiles are the /etc entries a dynamic program, the resolver and
+// TLS need; the rest of /etc (shadow, ssh keys, worker config) stays denied
+// whatever the uid.
+var landlockEtcFiles = []string{
+	"/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d",
+	"/etc/passwd", "/etc/group", "/etc/nsswitch.conf",
+	"/etc/hosts", "/etc/host.conf", "/etc/resolv.conf", "/etc/gai.conf",
+	"/etc/localtime", "/etc/timezone", "/etc/protocols", "/etc/services",
+	"/etc/mime.types", "/etc/os-release", "/etc/ssl", "/etc/ca-certificates",
+	"/etc/alternatives",
+}
+
+// landlockDevices are the device nodes a sandbox may read and write.
+// Deliberately no /dev/tty (TIOCSTI) and no /dev/shm (host-shared).
+var landlockDevices = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom"}
+
+// newLandlockPolicy builds the policy for a view: read + execute on the
+// system dirs and toolchain, read-only /proc and the /etc allow-list, the
+// safe /dev nodes, everything on the home (and private writable trees);
+// TCP bind denied, TCP connect denied with network none; both scopes; the
+// seccomp filter matching the network policy.
+func newLandlockPolicy(v landlockView) *landlockPolicy {
+	minABI := v.MinABI
+	if minABI == 0 {
+		minABI = landlockMinABIDefault
+	}
+	none := v.Network != NetworkLoopback
+	return &landlockPolicy{
+		MinABI:         minABI,
+		ReadExec:       append(slices.Clone(landlockSystemDirs), v.Toolchain...),
+		ReadOnly:       append([]string{"/proc"}, landlockEtcFiles...),
+		Devices:        slices.Clone(landlockDevices),
+		ReadWrite:      append([]string{v.Home}, v.Writable...),
+		DenyTCPConnect: none,
+		Seccomp:        &seccompPolicy{AllowInet: !none},
+	}
+}

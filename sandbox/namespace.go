@@ -1,0 +1,263 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// nsState is what a Runner remembers about namespace mode.
+type nsState struct {
+	once    sync.Once
+	cgroups cgroupSupport
+	pool    *uidPool // nil when the worker is not root
+}
+
+func (r *Runner) nsInit() {
+	r.ns.once.Do(func() {
+		r.ns.cgroups = detectCgroups()
+		if os.Geteuid() == 0 {
+			r.ns.pool = sharedUIDPool(r.cfg.UIDBase, r.cfg.UIDCount)
+		}
+	})
+}
+
+// nsCloneFlags are the namespaces every namespace-mode sandbox gets.
+const nsCloneFlags = unix.CLONE_NEWUSER | unix.CLONE_NEWNS | unix.CLONE_NEWPID |
+	unix.CLONE_NEWNET | unix.CLONE_NEWIPC | unix.CLONE_NEWUTS | unix.CLONE_NEWCGROUP
+
+// initCaps are the capabilities (inside the new user namespace only) the
+// init keeps across its own exec, as ambient caps, to build the view. It
+// drops all of them before executing the task.
+var initCaps = []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_NET_ADMIN, unix.CAP_SETPCAP}
+
+// systemEtc are the /etc files a dynamically linked program needs.
+var systemEtc = []string{"ld.so.cache", "ld.so.conf", "nsswitch.conf", "passwd", "group", "localtime", "hosts"}
+
+// runIsolated runs spec in the requested isolated mode.
+func (r *Runner) runIsolated(ctx context.Context, spec Spec, iso Isolation) (*Result, error) {
+	switch iso {
+	case IsolationNamespace, IsolationAuto:
+		return r.runNamespace(ctx, spec)
+	default:
+		return nil, fmt.Errorf("%w: %s isolation is not implemented yet", ErrUnavailable, iso)
+	}
+}
+
+// runNamespace runs spec in fresh user, mount, pid, net, ipc, uts and cgroup
+// namespaces with an allow-list root.
+func (r *Runner) runNamespace(ctx context.Context, spec Spec) (res *Result, err error) {
+	r.nsInit()
+	if err := validateNSSpec(spec); err != nil {
+		return nil, err
+	}
+	uid, gid := uint32(os.Getuid()), uint32(os.Getgid())
+	if r.ns.pool != nil {
+		u, err := r.ns.pool.acquire()
+		if err != nil {
+			return nil, &SetupError{Step: "acquire sandbox uid", Err: err}
+		}
+		uid, gid = u, u
+	}
+	scratch, err := r.nsScratch(spec, uid, gid)
+	if err != nil {
+		r.releaseUID(uid, "", nil)
+		return nil, err
+	}
+	var cg *runCgroup
+	defer func() {
+		terr := r.teardown(scratch, uid, cg)
+		if terr != nil && err == nil {
+			r.log.Error().Err(terr).Uint32("uid", uid).Msg("sandbox teardown failed")
+		}
+	}()
+
+	ns, err := planView(spec, scratch.path)
+	if err != nil {
+		return nil, err
+	}
+	cg, err = r.ns.cgroups.create(filepath.Base(scratch.path)+"-"+fmt.Sprint(uid), spec.Limits.Memory, spec.Limits.Processes)
+	if err != nil {
+		return nil, &SetupError{Step: "create cgroup", Err: err}
+	}
+	env := buildEnv(spec.Env, scratch.path, "/tmp")
+	path := minimalPath
+	for i, e := range env {
+		if p, ok := strings.CutPrefix(e, "PATH="); ok {
+			path = p
+			env = append(env[:i], env[i+1:]...)
+			break
+		}
+	}
+	cfg := &initConfig{
+		Argv:    spec.Argv,
+		Env:     env,
+		Path:    path,
+		Dir:     filepath.Join(scratch.path, spec.Cwd),
+		Rlimits: limitsToRlimits(spec.Limits),
+		NS:      ns,
+	}
+	attr := &syscall.SysProcAttr{
+		Cloneflags:  nsCloneFlags,
+		UidMappings: []syscall.SysProcIDMap{{ContainerID: int(uid), HostID: int(uid), Size: 1}},
+		GidMappings: []syscall.SysProcIDMap{{ContainerID: int(gid), HostID: int(gid), Size: 1}},
+		AmbientCaps: initCaps,
+		Pdeathsig:   syscall.SIGKILL,
+	}
+	if r.ns.pool != nil {
+		// Root: switch to the dedicated id inside the new namespace, with
+		// no supplementary groups (root's would keep host group access).
+		attr.GidMappingsEnableSetgroups = true
+		attr.Credential = &syscall.Credential{Uid: uid, Gid: gid, Groups: []uint32{}}
+	}
+	res, err = r.launchInit(ctx, initLaunch{cfg: cfg, attr: attr, cgroup: cg, spec: spec})
+	if err != nil {
+		var se *SetupError
+		if errors.As(err, &se) && se.Step == stepStartInit {
+			// The kernel refused the namespaces: this mode is unavailable.
+			se.Err = fmt.Errorf("%w: %w", ErrUnavailable, se.Err)
+		}
+		return nil, err
+	}
+	res.InForce = "namespace"
+	res.ResourceLimits = r.ns.cgroups.String()
+	return res, nil
+}
+
+func validateNSSpec(spec Spec) error {
+	if spec.Cwd != "" && !filepath.IsLocal(spec.Cwd) {
+		return fmt.Errorf("%w: Cwd %q must be a relative path inside the scratch directory", ErrInvalidSpec, spec.Cwd)
+	}
+	for _, p := range spec.ReadOnly {
+		if !filepath.IsAbs(p) {
+			return fmt.Errorf("%w: read-only path %q must be absolute", ErrInvalidSpec, p)
+		}
+	}
+	switch spec.Network {
+	case "", NetworkNone, NetworkLoopback:
+	default:
+		return fmt.Errorf("%w: network %q is not none or loopback", ErrInvalidSpec, spec.Network)
+	}
+	return nil
+}
+
+// planView lists what the init binds into the new root.
+func planView(spec Spec, scratch string) (*nsConfig, error) {
+	ns := &nsConfig{
+		TmpSize:  spec.Limits.TmpSize,
+		ShmSize:  spec.Limits.TmpSize,
+		Hostname: "warren",
+		Loopback: spec.Network == NetworkLoopback,
+		Binds:    []bindMount{{Source: "/usr"}},
+	}
+	for _, p := range []string{"/bin", "/lib", "/lib64", "/sbin"} {
+		addSystemPath(ns, p)
+	}
+	for _, f := range systemEtc {
+		addSystemPath(ns, "/etc/"+f)
+	}
+	for _, p := range spec.ReadOnly {
+		real, err := filepath.EvalSymlinks(p)
+		if err != nil {
+			return nil, &SetupError{Step: "resolve read-only path", Path: p, Err: err}
+		}
+		if real == "/" || isUnder(real, "/proc") || isUnder(real, "/dev") {
+			return nil, fmt.Errorf("%w: read-only path %q resolves to %q, which cannot be shared", ErrInvalidSpec, p, real)
+		}
+		ns.Binds = append(ns.Binds, bindMount{Source: real})
+		if c := filepath.Clean(p); c != real {
+			// A symlinked toolchain path stays usable under its own name.
+			ns.Symlinks = append(ns.Symlinks, symlink{Path: c, Target: real})
+		}
+	}
+	ns.Binds = append(ns.Binds, bindMount{Source: scratch, Writable: true})
+	// Parents before children, so a nested bind lands on top.
+	sort.SliceStable(ns.Binds, func(i, j int) bool {
+		return strings.Count(ns.Binds[i].Source, "/") < strings.Count(ns.Binds[j].Source, "/")
+	})
+	return ns, nil
+}
+
+// addSystemPath mirrors a system path: a symlink as the same symlink, a
+// directory or file as a read-only bind, nothing when missing.
+func addSystemPath(ns *nsConfig, p string) {
+	fi, err := os.Lstat(p)
+	switch {
+	case err != nil:
+	case fi.Mode()&os.ModeSymlink != 0:
+		if t, err := os.Readlink(p); err == nil {
+			ns.Symlinks = append(ns.Symlinks, symlink{Path: p, Target: t})
+		}
+	default:
+		ns.Binds = append(ns.Binds, bindMount{Source: p})
+	}
+}
+
+func isUnder(p, dir string) bool { return p == dir || strings.HasPrefix(p, dir+"/") }
+
+func limitsToRlimits(l Limits) []initRlimit {
+	cpu := uint64((l.CPU + 999_999_999) / 1_000_000_000) // round up to whole seconds
+	return []initRlimit{
+		{Resource: unix.RLIMIT_AS, Cur: uint64(l.Memory), Max: uint64(l.Memory)},
+		{Resource: unix.RLIMIT_NPROC, Cur: uint64(l.Processes), Max: uint64(l.Processes)},
+		{Resource: unix.RLIMIT_NOFILE, Cur: uint64(l.OpenFiles), Max: uint64(l.OpenFiles)},
+		{Resource: unix.RLIMIT_FSIZE, Cur: uint64(l.FileSize), Max: uint64(l.FileSize)},
+		// SIGXCPU at the limit, SIGKILL a second later.
+		{Resource: unix.RLIMIT_CPU, Cur: cpu, Max: cpu + 1},
+	}
+}
+
+// teardown removes what the run left on the host and returns the uid to
+// the pool once nothing of it is alive.
+func (r *Runner) teardown(scratch nsScratch, uid uint32, cg *runCgroup) error {
+	var errs []error
+	if err := scratch.cleanup(); err != nil {
+		errs = append(errs, err)
+	}
+	owned := ""
+	if scratch.owned {
+		owned = scratch.path
+	}
+	if err := r.releaseUID(uid, owned, cg); err != nil {
+		errs = append(errs, err)
+	}
+	if err := cg.remove(); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// releaseUID verifies that no process of uid is alive (and that the scratch
+// directory is gone) before the pool may hand uid out again.
+func (r *Runner) releaseUID(uid uint32, scratch string, cg *runCgroup) error {
+	if r.ns.pool == nil {
+		return nil
+	}
+	return r.ns.pool.release(uid, func(uid uint32) error {
+		if cg != nil && !cg.empty() {
+			return errors.New("processes left in the run's cgroup")
+		}
+		pids, err := processesOfUID(uid)
+		if err != nil {
+			return err
+		}
+		if len(pids) > 0 {
+			return fmt.Errorf("processes of uid %d still alive: %v", uid, pids)
+		}
+		if scratch == "" {
+			return nil // not ours to remove (or never created)
+		}
+		if _, err := os.Lstat(scratch); !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("scratch %s not removed", scratch)
+		}
+		return nil
+	})
+}

@@ -1,0 +1,113 @@
+package sandbox
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
+)
+
+// hostKeepsServing runs a trivial sandbox: the host still starts tasks.
+func hostKeepsServing(t *testing.T, r *Runner) {
+	t.Helper()
+	o := runIn(t, r, Spec{Argv: sh("echo alive")})
+	require.Equal(t, "alive\n", o.stdout)
+}
+
+func TestForkBombIsContainedByTheProcessLimit(t *testing.T) {
+	r := nsRunner(t)
+	bomb := func(n int) []string {
+		return py(fmt.Sprintf(`
+import os, time
+n = 0
+try:
+    for _ in range(%d):
+        if os.fork() == 0:
+            time.sleep(30); os._exit(0)
+        n += 1
+    print("forked", n)
+except OSError as e:
+    print("blocked", n, e.errno)
+`, n))
+	}
+	// Control: a modest number of forks works under the same limit.
+	o := runIn(t, r, Spec{Argv: bomb(5), Limits: Limits{Processes: 16}})
+	require.Equal(t, "forked 5\n", o.stdout)
+
+	o = runIn(t, r, Spec{Argv: bomb(10_000), Limits: Limits{Processes: 16}})
+	require.True(t, strings.HasPrefix(o.stdout, "blocked "), o.stdout)
+	require.True(t, strings.HasSuffix(o.stdout, fmt.Sprintf(" %d\n", unix.EAGAIN)), o.stdout)
+	var n int
+	_, err := fmt.Sscanf(o.stdout, "blocked %d", &n)
+	require.NoError(t, err)
+	require.Less(t, n, 16)
+	hostKeepsServing(t, r)
+}
+
+func TestMemoryBombIsContained(t *testing.T) {
+	r := nsRunner(t)
+	alloc := func(mb int) []string {
+		return py(fmt.Sprintf(`
+try:
+    b = bytearray(%d << 20); b[::4096] = b"x" * len(b[::4096]); print("allocated")
+except MemoryError:
+    print("MemoryError")
+`, mb))
+	}
+	o := runIn(t, r, Spec{Argv: alloc(32), Limits: Limits{Memory: 256 << 20}})
+	require.Equal(t, "allocated\n", o.stdout, "control: within the limit")
+	require.Greater(t, o.res.PeakMemory, int64(32<<20), "peak memory covers the allocation")
+
+	o = runIn(t, r, Spec{Argv: alloc(1024), Limits: Limits{Memory: 256 << 20}})
+	require.NotEqual(t, "allocated\n", o.stdout)
+	require.True(t, o.stdout == "MemoryError\n" || o.res.Signal == "SIGKILL", "stopped by RLIMIT_AS or the cgroup: %q %+v", o.stdout, o.res)
+	hostKeepsServing(t, r)
+}
+
+func TestDiskFillStopsAtTheFileSizeLimit(t *testing.T) {
+	r := nsRunner(t)
+	scratch := hostDir(t)
+	fill := func(mb int) []string {
+		return py(fmt.Sprintf(`
+import os
+try:
+    with open(os.environ["HOME"] + "/fill", "wb") as f:
+        for _ in range(%d): f.write(b"\0" * (1 << 20))
+    print("written")
+except OSError as e:
+    print("ERR", e.errno)
+`, mb))
+	}
+	o := runIn(t, r, Spec{Argv: fill(2), Scratch: scratch, Limits: Limits{FileSize: 4 << 20}})
+	require.Equal(t, "written\n", o.stdout, "control: within the limit")
+
+	o = runIn(t, r, Spec{Argv: fill(64), Scratch: scratch, Limits: Limits{FileSize: 4 << 20}})
+	require.Equal(t, fmt.Sprintf("ERR %d\n", unix.EFBIG), o.stdout)
+	fi, err := os.Stat(filepath.Join(scratch, "fill"))
+	require.NoError(t, err)
+	require.LessOrEqual(t, fi.Size(), int64(4<<20))
+	hostKeepsServing(t, r)
+}
+
+func TestResourceLimitsAreReported(t *testing.T) {
+	r := nsRunner(t)
+	o := runIn(t, r, Spec{Argv: sh("true")})
+	if os.Geteuid() == 0 && r.ns.cgroups.Version != 0 {
+		require.True(t, strings.HasPrefix(o.res.ResourceLimits, "cgroup v"), o.res.ResourceLimits)
+	} else {
+		require.True(t, strings.HasPrefix(o.res.ResourceLimits, "rlimits only ("), o.res.ResourceLimits)
+	}
+	require.Equal(t, r.ns.cgroups.String(), o.res.ResourceLimits)
+}
+
+func TestRlimitsAreApplied(t *testing.T) {
+	r := nsRunner(t)
+	probe := py(`import resource as r; print([r.getrlimit(x) for x in (r.RLIMIT_NOFILE, r.RLIMIT_NPROC, r.RLIMIT_FSIZE, r.RLIMIT_CPU, r.RLIMIT_AS, r.RLIMIT_CORE)])`)
+	o := runIn(t, r, Spec{Argv: probe,
+		Limits: Limits{OpenFiles: 77, Processes: 33, FileSize: 1 << 20, CPU: 9_500_000_000, Memory: 512 << 20}})
+	require.Equal(t, "[(77, 77), (33, 33), (1048576, 1048576), (10, 11), (536870912, 536870912), (0, 0)]\n", o.stdout)
+}

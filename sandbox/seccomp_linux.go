@@ -1,0 +1,122 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"unsafe"
+
+	seccomp "github.com/elastic/go-seccomp-bpf"
+	"github.com/elastic/go-seccomp-bpf/arch"
+	"golang.org/x/net/bpf"
+	"golang.org/x/sys/unix"
+)
+
+// seccompPolicy closes what Landlock leaves open: socket families Landlock
+// has no rules for (UDP, raw, netlink, packet, vsock... and, with network
+// none, every inet socket), MPTCP (which Landlock's TCP rules miss) and
+// kernel surfaces shared between sandboxes of one uid or invisible to
+// seccomp (keyrings, io_uring, bpf, perf, userfaultfd). It is a deny list
+// over an allow default: anything not named here is the other layers' job.
+type seccompPolicy struct {
+	// AllowInet permits AF_INET and AF_INET6 sockets (network loopback);
+	// otherwise only AF_UNIX sockets can be created.
+	AllowInet bool `json:"allow_inet"`
+}
+
+// ipprotoMPTCP is IPPROTO_MPTCP (not in x/sys/unix for every arch).
+const ipprotoMPTCP = 262
+
+// filter builds the policy for this architecture.
+func (s *seccompPolicy) filter() seccomp.Policy {
+	// Deny a socket whose family is not allowed. NotEqual compares all 64
+	// bits, so junk in the upper half makes a call denied, never allowed.
+	families := []uint64{unix.AF_UNIX}
+	if s.AllowInet {
+		families = append(families, unix.AF_INET, unix.AF_INET6)
+	}
+	notAllowed := make(seccomp.ArgumentConditions, 0, len(families))
+	for _, f := range families {
+		notAllowed = append(notAllowed, seccomp.Condition{Argument: 0, Operation: seccomp.NotEqual, Value: f})
+	}
+	socketRules := []seccomp.NameWithConditions{{Name: "socket", Conditions: notAllowed}}
+	if s.AllowInet {
+		// The kernel truncates protocol to an int: deny MPTCP and any
+		// upper-half junk that could smuggle it past an Equal test.
+		socketRules = append(socketRules,
+			seccomp.NameWithConditions{Name: "socket", Conditions: seccomp.ArgumentConditions{
+				{Argument: 2, Operation: seccomp.Equal, Value: ipprotoMPTCP},
+			}},
+			seccomp.NameWithConditions{Name: "socket", Conditions: seccomp.ArgumentConditions{
+				{Argument: 2, Operation: seccomp.GreaterThan, Value: 0xffffffff},
+			}},
+		)
+	}
+	return seccomp.Policy{
+		DefaultAction: seccomp.ActionAllow,
+		Syscalls: []seccomp.SyscallGroup{
+			{
+				NamesWithCondtions: socketRules,
+				Action:             seccomp.ActionErrno | seccomp.Action(unix.EAFNOSUPPORT),
+			},
+			{
+				// io_uring creates sockets and opens files where seccomp
+				// cannot see; callers fall back on ENOSYS.
+				Names:  []string{"io_uring_setup", "io_uring_enter", "io_uring_register"},
+				Action: seccomp.ActionErrno | seccomp.Action(unix.ENOSYS),
+			},
+			{
+				// Keyrings are per uid (shared by the sandboxes of an
+				// ordinary-user worker); the rest is kernel attack surface.
+				Names:  []string{"keyctl", "add_key", "request_key", "bpf", "perf_event_open", "userfaultfd"},
+				Action: seccomp.ActionErrno | seccomp.Action(unix.EPERM),
+			},
+		},
+	}
+}
+
+// program assembles the filter behind an architecture guard: go-seccomp-bpf
+// lets a foreign architecture (i386 int 0x80 on x86_64, where socketcall
+// would bypass the socket rule) fall through to the default allow, so the
+// guard kills it first.
+func (s *seccompPolicy) program() ([]bpf.RawInstruction, error) {
+	info, err := arch.GetInfo("")
+	if err != nil {
+		return nil, fmt.Errorf("seccomp: %w", err)
+	}
+	pol := s.filter()
+	insts, err := pol.Assemble()
+	if err != nil {
+		return nil, fmt.Errorf("seccomp assemble: %w", err)
+	}
+	guard := []bpf.Instruction{
+		bpf.LoadAbsolute{Off: 4, Size: 4}, // seccomp_data.arch
+		bpf.JumpIf{Cond: bpf.JumpEqual, Val: uint32(info.ID), SkipTrue: 1},
+		bpf.RetConstant{Val: uint32(seccomp.ActionKillProcess)},
+	}
+	raw, err := bpf.Assemble(append(guard, insts...))
+	if err != nil {
+		return nil, fmt.Errorf("seccomp assemble: %w", err)
+	}
+	return raw, nil
+}
+
+// load installs the filter on the calling thread (which must have
+// NO_NEW_PRIVS and exec next; execve keeps the thread's filter).
+func (s *seccompPolicy) load() error {
+	raw, err := s.program()
+	if err != nil {
+		return err
+	}
+	if len(raw) == 0 {
+		return errors.New("seccomp: empty program")
+	}
+	filter := make([]unix.SockFilter, len(raw))
+	for i, in := range raw {
+		filter[i] = unix.SockFilter{Code: in.Op, Jt: in.Jt, Jf: in.Jf, K: in.K}
+	}
+	prog := unix.SockFprog{Len: uint16(len(filter)), Filter: &filter[0]}
+	if _, _, errno := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, 0, uintptr(unsafe.Pointer(&prog))); errno != 0 {
+		return fmt.Errorf("seccomp(SET_MODE_FILTER): %w", errno)
+	}
+	return nil
+}

@@ -1,0 +1,141 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/warrenhq/warren/messages"
+)
+
+// CollectOptions select the results to read.
+type CollectOptions struct {
+	Batch string
+	// Attempt to read. Defaults to the latest attempt in the batch's
+	// manifest (1 when there is no manifest and NoWait is set).
+	Attempt int
+	// NoWait returns once the results stored now are read, instead of
+	// waiting until every task of the attempt has one.
+	NoWait bool
+	// OnResult is called once per task id, in the order results were
+	// stored. An error from it stops the collection and is returned.
+	OnResult func(*messages.Result) error
+	// Progress, when set, is told about every result.
+	Progress *Progress
+}
+
+// CollectReport summarises a collection.
+type CollectReport struct {
+	Batch    string
+	Attempt  int
+	Total    int // tasks in the attempt; -1 when unknown (no manifest)
+	Received int // distinct task ids with a result
+	Counts   map[messages.Status]int
+}
+
+// Complete reports whether every task of the attempt has a result.
+func (r *CollectReport) Complete() bool { return r.Total >= 0 && r.Received >= r.Total }
+
+// Collect reads the results of one batch attempt from WARREN_RESULTS
+// through an ordered consumer, from the first one stored, so a collector
+// that crashed and starts again gets every result. Results are deduplicated
+// by task id. Without NoWait it returns when the manifest's total is reached
+// (or with ctx's error, along with the report so far); a batch without a
+// manifest is then an error matching ErrUnknownBatch.
+func (c *Client) Collect(ctx context.Context, o CollectOptions) (*CollectReport, error) {
+	if err := checkBatchID(o.Batch); err != nil {
+		return nil, fmt.Errorf("scheduler: batch: %w", err)
+	}
+	rep := &CollectReport{Batch: o.Batch, Attempt: o.Attempt, Total: -1, Counts: map[messages.Status]int{}}
+	m, err := c.Manifest(ctx, o.Batch)
+	switch {
+	case errors.Is(err, ErrUnknownBatch) && o.NoWait:
+		if rep.Attempt == 0 {
+			rep.Attempt = 1
+		}
+	case err != nil:
+		return rep, err
+	default:
+		if rep.Attempt == 0 {
+			rep.Attempt = m.LatestAttempt()
+		}
+		a, ok := m.Attempt(rep.Attempt)
+		if !ok && !o.NoWait {
+			return rep, fmt.Errorf("%w: batch %q has no attempt %d (latest is %d)", ErrUnknownBatch, o.Batch, rep.Attempt, m.LatestAttempt())
+		}
+		if ok {
+			rep.Total = a.Total
+		}
+	}
+	if o.Progress != nil {
+		o.Progress.SetTotal(rep.Total)
+	}
+	filter := messages.BatchResultFilter(o.Batch, rep.Attempt)
+	var last uint64
+	if o.NoWait {
+		if last, err = c.lastSeq(ctx, messages.StreamResults, filter); err != nil || last == 0 {
+			return rep, err
+		}
+	}
+	cons, err := c.js.OrderedConsumer(ctx, messages.StreamResults, jetstream.OrderedConsumerConfig{FilterSubjects: []string{filter}})
+	if err != nil {
+		return rep, fmt.Errorf("scheduler: read results of %s: %w", o.Batch, err)
+	}
+	it, err := cons.Messages()
+	if err != nil {
+		return rep, fmt.Errorf("scheduler: read results of %s: %w", o.Batch, err)
+	}
+	defer it.Stop()
+	seen := map[string]bool{}
+	for o.NoWait || !rep.Complete() {
+		msg, err := it.Next(jetstream.NextContext(ctx))
+		if err != nil {
+			if ctx.Err() != nil {
+				return rep, ctx.Err()
+			}
+			return rep, fmt.Errorf("scheduler: read results of %s: %w", o.Batch, err)
+		}
+		md, err := msg.Metadata()
+		if err != nil {
+			return rep, err
+		}
+		if err := c.takeResult(msg, seen, rep, o); err != nil {
+			return rep, err
+		}
+		if o.NoWait && (md.Sequence.Stream >= last || md.NumPending == 0) {
+			break
+		}
+	}
+	return rep, nil
+}
+
+// takeResult decodes one stored result and hands it on unless its task
+// already had one.
+func (c *Client) takeResult(msg jetstream.Msg, seen map[string]bool, rep *CollectReport, o CollectOptions) error {
+	r, err := messages.DecodeResult(msg.Data())
+	if err != nil {
+		// A foreign or newer document: say so, but do not stop the batch.
+		c.log.Warn().Err(err).Str("subject", msg.Subject()).Msg("skipping a result that does not decode")
+		return nil
+	}
+	if msg.Subject() != messages.ResultSubject(r.Batch, r.Attempt, r.TaskID) || r.Batch != rep.Batch {
+		// Not the result its subject names: a misbehaving writer. Counting
+		// it could end the wait before the real result arrives.
+		c.log.Warn().Str("subject", msg.Subject()).Str("id", r.TaskID).Msg("skipping a result stored under another task's subject")
+		return nil
+	}
+	if seen[r.TaskID] {
+		return nil
+	}
+	seen[r.TaskID] = true
+	rep.Received++
+	rep.Counts[r.Status]++
+	if o.Progress != nil {
+		o.Progress.Add(r.Status)
+	}
+	if o.OnResult != nil {
+		return o.OnResult(r)
+	}
+	return nil
+}

@@ -1,0 +1,141 @@
+package scheduler_test
+
+import (
+	"context"
+	"strconv"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"github.com/warrenhq/warren/messages"
+	"github.com/warrenhq/warren/scheduler"
+)
+
+// resultSink records results handed to OnResult.
+type resultSink struct {
+	mu  sync.Mutex
+	ids map[string]int
+}
+
+func (s *resultSink) take(r *messages.Result) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ids == nil {
+		s.ids = map[string]int{}
+	}
+	s.ids[r.TaskID]++
+	return nil
+}
+
+func TestCollectWaitsForEveryResultOnce(t *testing.T) {
+	x := setup(t)
+	const n = 200
+	_, err := x.c.Publish(x.ctx, mustBatch(t, n, "col"))
+	require.NoError(t, err)
+	// Half stored before the collector starts, half while it waits.
+	for i := 1; i <= n/2; i++ {
+		x.storeResult(t, "col", 1, strconv.Itoa(i), messages.StatusOK, 0)
+	}
+	sink := &resultSink{}
+	done := make(chan struct{})
+	var rep *scheduler.CollectReport
+	go func() {
+		defer close(done)
+		rep, err = x.c.Collect(x.ctx, scheduler.CollectOptions{Batch: "col", OnResult: sink.take})
+	}()
+	for i := n/2 + 1; i <= n; i++ {
+		st := messages.StatusOK
+		if i%10 == 0 {
+			st = messages.StatusFailed
+		}
+		x.storeResult(t, "col", 1, strconv.Itoa(i), st, i%10)
+	}
+	<-done
+	require.NoError(t, err)
+	require.True(t, rep.Complete())
+	require.Equal(t, n, rep.Total)
+	require.Equal(t, 1, rep.Attempt)
+	require.Equal(t, n, rep.Received)
+	require.Equal(t, n/2/10, rep.Counts[messages.StatusFailed])
+	for i := 1; i <= n/2; i++ {
+		require.Equal(t, 1, sink.ids[strconv.Itoa(i)], "task %d", i)
+	}
+}
+
+func TestCollectDeduplicatesByTaskID(t *testing.T) {
+	x := setup(t)
+	_, err := x.c.Publish(x.ctx, mustBatch(t, 2, "dd"))
+	require.NoError(t, err)
+	x.storeResult(t, "dd", 1, "1", messages.StatusOK, 0)
+	// Same task id stored under a second subject: a misbehaving writer.
+	x.storeResultAs(t, "dd", 1, "copy-of-1", "1")
+	x.storeResult(t, "dd", 1, "2", messages.StatusOK, 0)
+	sink := &resultSink{}
+	rep, err := x.c.Collect(x.ctx, scheduler.CollectOptions{Batch: "dd", OnResult: sink.take})
+	require.NoError(t, err)
+	require.Equal(t, 2, rep.Received)
+	require.Equal(t, map[string]int{"1": 1, "2": 1}, sink.ids)
+}
+
+// A collector killed mid-batch and started again yields every result.
+func TestCollectReattachAfterCrash(t *testing.T) {
+	x := setup(t)
+	const n = 50
+	_, err := x.c.Publish(x.ctx, mustBatch(t, n, "re"))
+	require.NoError(t, err)
+	for i := 1; i <= 20; i++ {
+		x.storeResult(t, "re", 1, strconv.Itoa(i), messages.StatusOK, 0)
+	}
+	ctx, kill := context.WithCancel(x.ctx)
+	seen := 0
+	_, err = x.c.Collect(ctx, scheduler.CollectOptions{Batch: "re", OnResult: func(*messages.Result) error {
+		seen++
+		if seen == 10 {
+			kill() // the collector dies mid-batch
+		}
+		return nil
+	}})
+	require.ErrorIs(t, err, context.Canceled)
+	for i := 21; i <= n; i++ {
+		x.storeResult(t, "re", 1, strconv.Itoa(i), messages.StatusOK, 0)
+	}
+	sink := &resultSink{}
+	rep, err := x.c.Collect(x.ctx, scheduler.CollectOptions{Batch: "re", OnResult: sink.take})
+	require.NoError(t, err)
+	require.True(t, rep.Complete())
+	require.Len(t, sink.ids, n)
+}
+
+func TestCollectNoWait(t *testing.T) {
+	tests := []struct {
+		name   string
+		stored int
+	}{{"none stored", 0}, {"some stored", 3}, {"all stored", 5}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			x := setup(t)
+			_, err := x.c.Publish(x.ctx, mustBatch(t, 5, "nw"))
+			require.NoError(t, err)
+			for i := 1; i <= tt.stored; i++ {
+				x.storeResult(t, "nw", 1, strconv.Itoa(i), messages.StatusOK, 0)
+			}
+			rep, err := x.c.Collect(x.ctx, scheduler.CollectOptions{Batch: "nw", NoWait: true})
+			require.NoError(t, err)
+			require.Equal(t, tt.stored, rep.Received)
+			require.Equal(t, 5, rep.Total)
+			require.Equal(t, tt.stored == 5, rep.Complete())
+		})
+	}
+}
+
+func TestCollectUnknownBatch(t *testing.T) {
+	x := setup(t)
+	_, err := x.c.Collect(x.ctx, scheduler.CollectOptions{Batch: "nope"})
+	require.ErrorIs(t, err, scheduler.ErrUnknownBatch)
+	// Without waiting, results stored by a client that wrote no manifest are read.
+	x.storeResult(t, "nope", 1, "a", messages.StatusOK, 0)
+	rep, err := x.c.Collect(x.ctx, scheduler.CollectOptions{Batch: "nope", NoWait: true})
+	require.NoError(t, err)
+	require.Equal(t, 1, rep.Received)
+	require.Equal(t, -1, rep.Total)
+}

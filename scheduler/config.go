@@ -1,0 +1,57 @@
+package scheduler
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/rs/zerolog"
+)
+
+// Config tunes a Client. Zero fields take their defaults.
+type Config struct {
+	// MaxInflight bounds tasks published but not yet acknowledged by the
+	// stream, so a large batch neither floods the broker nor the client's
+	// memory. Defaults to 256.
+	MaxInflight int
+	// AckTimeout is how long one publication waits for its PubAck before it
+	// is published again (with the same Nats-Msg-Id, so the stream stores it
+	// once). Defaults to 5s.
+	AckTimeout time.Duration
+	// PublishRetries bounds re-publications of one task after ack timeouts
+	// or missing responders. Defaults to 5.
+	PublishRetries int
+	// EventGrace is how long Exec keeps reading live events after the
+	// result arrived, so output still in flight is printed before it
+	// returns. Defaults to 2s.
+	EventGrace time.Duration
+	// Logger receives diagnostics. Defaults to a disabled logger.
+	Logger zerolog.Logger
+}
+
+// WithDefaults returns a copy of c with zero fields set to their defaults.
+func (c Config) WithDefaults() Config {
+	c.MaxInflight = cmp.Or(c.MaxInflight, 256)
+	c.AckTimeout = cmp.Or(c.AckTimeout, 5*time.Second)
+	c.PublishRetries = cmp.Or(c.PublishRetries, 5)
+	c.EventGrace = cmp.Or(c.EventGrace, 2*time.Second)
+	return c
+}
+
+func (c Config) validate() error {
+	var errs []error
+	if c.MaxInflight < 1 {
+		errs = append(errs, fmt.Errorf("scheduler config: MaxInflight must be at least 1, got %d", c.MaxInflight))
+	}
+	if c.AckTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("scheduler config: AckTimeout must be positive, got %s", c.AckTimeout))
+	}
+	if c.PublishRetries < 0 {
+		errs = append(errs, fmt.Errorf("scheduler config: PublishRetries must not be negative, got %d", c.PublishRetries))
+	}
+	if c.EventGrace < 0 {
+		errs = append(errs, fmt.Errorf("scheduler config: EventGrace must not be negative, got %s", c.EventGrace))
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,51 @@
+// Package scheduler is Warren's client side: it publishes batches of tasks
+// onto WARREN_TASKS, reads their results from WARREN_RESULTS, cancels,
+// replays, lists the host registry and runs single commands with live
+// output. The `warren submit|results|cancel|replay|hosts|exec` commands are
+// thin wrappers around it.
+//
+// # Model
+//
+// A batch is a set of tasks with unique ids sharing a batch id. Each
+// publication of it is an attempt: Publish makes attempt 1, every Replay
+// makes the next one. The manifest (bucket warren_batches, key = batch id,
+// see messages.BatchManifest) records how many tasks each attempt has; it is
+// written before the tasks are published, so a reader always knows how many
+// results to wait for, and marked complete once the stream acknowledged all
+// of them. Results are stored one per (batch, attempt, id) on
+// warren.results.<batch>.<attempt>.<id>, enforced by the broker, so
+// attempts never mix.
+//
+// # Exactly once
+//
+// Every task is published with Nats-Msg-Id = <batch>.<id>.<attempt>; the
+// stream drops a re-publication inside its duplicate window, so a publish
+// retried after an ack timeout is stored once. Past the window, the
+// manifest takes over: a complete batch is not published again, and an
+// incomplete one (the publisher crashed) is resumed by publishing only the
+// ids not yet in TASKS. A batch without an explicit id is named after the
+// digest of its tasks, so re-running the same submission is idempotent.
+//
+// # Validation
+//
+// Every task of a batch is validated client-side (messages.Task.Validate)
+// before anything is published; one invalid task refuses the whole batch
+// with a *BatchError listing the problems by line.
+//
+// # Failure handling
+//
+// Collect reads results through an ordered consumer from the start of the
+// attempt, deduplicated by task id, so a collector killed at any point and
+// started again yields every result. Exec subscribes to the live events
+// before publishing, checks their sequence numbers (a gap is reported, a new
+// delivery restarts the output with a notice) and takes the result from the
+// stream, which is authoritative; if ctx ends first it cancels the task.
+//
+// # Limits
+//
+// One task is at most messages.MaxTaskBytes encoded. A batch is held in
+// memory while it is validated and published. Live events are best effort
+// (core NATS); the stored result is the record. A cancel key lives for the
+// cancel bucket's TTL and applies to every attempt of its batch, replays
+// included.
+package scheduler

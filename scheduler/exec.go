@@ -1,0 +1,210 @@
+package scheduler
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nuid"
+	"github.com/warrenhq/warren/messages"
+)
+
+// eventBuffer is how many live events may wait for the writer before the
+// subscription drops some (reported as a gap).
+const eventBuffer = 8192
+
+// Exec runs one task somewhere in the fleet and streams its output live:
+// stdout events to stdout, stderr events to stderr, in order. It subscribes
+// to the task's reply subject before publishing, so no event is missed.
+// Notices (a lost event, the task restarting on another worker after a
+// crash: its output then starts over) go to stderr, prefixed "warren:".
+//
+// The Result is read from WARREN_RESULTS, the durable record; Exec returns
+// it, or ctx's error after cancelling the task when ctx ends first. When no
+// live output of the winning delivery arrived at all, the captured output of
+// the result is written instead.
+//
+// Defaults: batch "exec-<unique>", id "exec", kind exec, attempt 1.
+func (c *Client) Exec(ctx context.Context, t messages.Task, stdout, stderr io.Writer) (*messages.Result, error) {
+	if t.Batch == "" {
+		t.Batch = "exec-" + strings.ToLower(nuid.Next())
+	}
+	t.ID = cmp.Or(t.ID, "exec")
+	if t.Kind == "" {
+		t.Kind = messages.KindExec
+	}
+	b, err := NewBatch([]messages.Task{t}, BatchOptions{})
+	if err != nil {
+		return nil, err
+	}
+	t = b.Tasks[0]
+
+	events := make(chan *nats.Msg, eventBuffer)
+	sub, err := c.nc.ChanSubscribe(t.EffectiveReply(), events)
+	if err != nil {
+		return nil, fmt.Errorf("scheduler: exec: subscribe to events: %w", err)
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+	_ = sub.SetPendingLimits(eventBuffer, 64<<20)
+	// The server must know the subscription before the task exists.
+	// FlushWithContext needs a deadline; the caller's ctx may have none.
+	flushCtx, cancelFlush := context.WithTimeout(ctx, 10*time.Second)
+	err = c.nc.FlushWithContext(flushCtx)
+	cancelFlush()
+	if err != nil {
+		return nil, fmt.Errorf("scheduler: exec: %w", err)
+	}
+
+	resCtx, stopRes := context.WithCancel(ctx)
+	defer stopRes()
+	results := make(chan resultOrErr, 1)
+	go c.awaitResult(resCtx, messages.ResultSubject(t.Batch, t.EffectiveAttempt(), t.ID), results)
+
+	if _, err := c.Publish(ctx, b); err != nil {
+		if ctx.Err() != nil { // interrupted mid-publish: the task may be queued
+			c.cancelExec(ctx, &t)
+		}
+		return nil, err
+	}
+	st := &execStream{stdout: stdout, stderr: stderr, attempt: t.EffectiveAttempt()}
+	var (
+		res   *messages.Result
+		grace <-chan time.Time
+	)
+	for {
+		select {
+		case m := <-events:
+			st.handle(m.Data)
+			if res != nil && st.terminal[res.Delivery] {
+				return st.finish(res), nil
+			}
+		case r := <-results:
+			if r.err != nil {
+				return nil, r.err
+			}
+			res = r.res
+			if st.terminal[res.Delivery] {
+				return st.finish(res), nil
+			}
+			// Output may still be in flight on the core-NATS path.
+			grace = time.After(c.cfg.EventGrace)
+		case <-grace:
+			st.notice("live output of delivery %d ended without its exit event; see the result for the captured output", res.Delivery)
+			return st.finish(res), nil
+		case <-ctx.Done():
+			c.cancelExec(ctx, &t)
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// cancelExec cancels an interrupted Exec's task, with a context of its own.
+func (c *Client) cancelExec(ctx context.Context, t *messages.Task) {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err := c.Cancel(cctx, t.Batch, t.ID, "exec interrupted"); err != nil {
+		c.log.Warn().Err(err).Msg("could not cancel the task")
+	}
+}
+
+type resultOrErr struct {
+	res *messages.Result
+	err error
+}
+
+// awaitResult waits for the single result stored on subject.
+func (c *Client) awaitResult(ctx context.Context, subject string, out chan<- resultOrErr) {
+	cons, err := c.js.OrderedConsumer(ctx, messages.StreamResults, jetstream.OrderedConsumerConfig{FilterSubjects: []string{subject}})
+	if err != nil {
+		out <- resultOrErr{err: fmt.Errorf("scheduler: exec: watch result: %w", err)}
+		return
+	}
+	it, err := cons.Messages()
+	if err != nil {
+		out <- resultOrErr{err: fmt.Errorf("scheduler: exec: watch result: %w", err)}
+		return
+	}
+	defer it.Stop()
+	for {
+		msg, err := it.Next(jetstream.NextContext(ctx))
+		if err != nil {
+			if ctx.Err() == nil {
+				out <- resultOrErr{err: fmt.Errorf("scheduler: exec: watch result: %w", err)}
+			}
+			return
+		}
+		r, err := messages.DecodeResult(msg.Data())
+		if err != nil {
+			c.log.Warn().Err(err).Msg("skipping a result that does not decode")
+			continue
+		}
+		out <- resultOrErr{res: r}
+		return
+	}
+}
+
+// execStream writes the live events of one task attempt in order.
+type execStream struct {
+	stdout, stderr io.Writer
+	attempt        int
+	delivery       int    // the delivery being shown
+	next           uint64 // the seq expected next
+	output         map[int]bool
+	terminal       map[int]bool
+}
+
+func (s *execStream) handle(data []byte) {
+	ev, err := messages.DecodeEvent(data)
+	if err != nil || ev.Attempt != s.attempt {
+		return
+	}
+	if s.terminal == nil {
+		s.terminal, s.output = map[int]bool{}, map[int]bool{}
+	}
+	switch {
+	case ev.Delivery < s.delivery:
+		return // a superseded delivery still talking
+	case ev.Delivery > s.delivery:
+		if s.delivery != 0 {
+			s.notice("the task restarted (delivery %d on %s); its output starts over", ev.Delivery, cmp.Or(ev.Host, "another host"))
+		}
+		s.delivery, s.next = ev.Delivery, 1
+	}
+	switch {
+	case ev.Seq < s.next:
+		return // duplicate
+	case ev.Seq > s.next:
+		s.notice("%d live event(s) lost; the result holds the captured output", ev.Seq-s.next)
+	}
+	s.next = ev.Seq + 1
+	switch ev.Type {
+	case messages.EventStdout:
+		s.output[ev.Delivery] = true
+		_, _ = io.WriteString(s.stdout, ev.Data)
+	case messages.EventStderr:
+		s.output[ev.Delivery] = true
+		_, _ = io.WriteString(s.stderr, ev.Data)
+	}
+	if ev.Terminal() {
+		s.terminal[ev.Delivery] = true
+	}
+}
+
+// finish falls back to the result's captured output when none of the
+// winning delivery's output was streamed.
+func (s *execStream) finish(r *messages.Result) *messages.Result {
+	if !s.output[r.Delivery] {
+		_, _ = io.WriteString(s.stdout, r.Stdout)
+		_, _ = io.WriteString(s.stderr, r.Stderr)
+	}
+	return r
+}
+
+func (s *execStream) notice(format string, args ...any) {
+	fmt.Fprintf(s.stderr, "warren: "+format+"\n", args...)
+}

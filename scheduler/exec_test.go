@@ -1,0 +1,153 @@
+package scheduler_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/warrenhq/warren/broker"
+	"github.com/warrenhq/warren/messages"
+	"github.com/warrenhq/warren/scheduler"
+)
+
+// fakeWorker takes the next task from the default pool over real NATS and
+// plays a script: the given events on the task's reply subject, then the
+// result. It is a test peer, not a broker mock.
+func (x *bundle) fakeWorker(t *testing.T, events []messages.Event, result messages.Result) <-chan *messages.Task {
+	t.Helper()
+	cons, err := broker.EnsureConsumer(x.ctx, x.b.JS, messages.DefaultPool, messages.DefaultProfile, broker.ConsumerConfig{})
+	require.NoError(t, err)
+	got := make(chan *messages.Task, 1)
+	go func() {
+		defer close(got)
+		msg, err := cons.Next(x.ctxFetch())
+		if err != nil {
+			return
+		}
+		task, err := messages.DecodeTask(msg.Data())
+		if err != nil {
+			return
+		}
+		_ = msg.Ack()
+		got <- task
+		for _, ev := range events {
+			ev.V, ev.TaskID, ev.Batch, ev.Attempt = messages.Version, task.ID, task.Batch, task.EffectiveAttempt()
+			data, _ := json.Marshal(&ev)
+			_ = x.b.Conn.Publish(task.EffectiveReply(), data)
+		}
+		if result.Status == "" {
+			return
+		}
+		result.V, result.TaskID, result.Batch, result.Attempt = messages.Version, task.ID, task.Batch, task.EffectiveAttempt()
+		data, _ := json.Marshal(&result)
+		_, _ = x.b.JS.Publish(x.ctx, messages.ResultSubject(task.Batch, task.EffectiveAttempt(), task.ID), data)
+	}()
+	return got
+}
+
+func ev(delivery int, seq uint64, typ messages.EventType, data string) messages.Event {
+	return messages.Event{Delivery: delivery, Seq: seq, Type: typ, Data: data, Time: time.Now()}
+}
+
+func TestExecStreamsEventsInOrder(t *testing.T) {
+	tests := []struct {
+		name       string
+		events     []messages.Event
+		result     messages.Result
+		wantStdout string
+		wantStderr []string // substrings, in order
+		noStderr   bool
+	}{
+		{
+			name: "in order",
+			events: []messages.Event{
+				ev(1, 1, messages.EventStarted, ""), ev(1, 2, messages.EventStdout, "hello "),
+				ev(1, 3, messages.EventStderr, "warn\n"), ev(1, 4, messages.EventStdout, "world\n"),
+				ev(1, 5, messages.EventExit, ""),
+			},
+			result:     messages.Result{Delivery: 1, Status: messages.StatusFailed, ExitCode: 3, Stdout: "hello world\n"},
+			wantStdout: "hello world\n",
+			wantStderr: []string{"warn\n"},
+		},
+		{
+			name: "restart on another worker",
+			events: []messages.Event{
+				ev(1, 1, messages.EventStarted, ""), ev(1, 2, messages.EventStdout, "part"),
+				ev(2, 1, messages.EventStarted, ""), ev(2, 2, messages.EventStdout, "full\n"),
+				ev(1, 3, messages.EventStdout, "stale"), // the superseded delivery still talking
+				ev(2, 3, messages.EventExit, ""),
+			},
+			result:     messages.Result{Delivery: 2, Status: messages.StatusOK},
+			wantStdout: "partfull\n",
+			wantStderr: []string{"warren: the task restarted (delivery 2"},
+		},
+		{
+			name: "gap and duplicate",
+			events: []messages.Event{
+				ev(1, 1, messages.EventStarted, ""), ev(1, 2, messages.EventStdout, "a"),
+				ev(1, 2, messages.EventStdout, "a"), ev(1, 4, messages.EventStdout, "c"),
+				ev(1, 5, messages.EventExit, ""),
+			},
+			result:     messages.Result{Delivery: 1, Status: messages.StatusOK},
+			wantStdout: "ac",
+			wantStderr: []string{"warren: 1 live event(s) lost"},
+		},
+		{
+			name:       "no live events: captured output",
+			result:     messages.Result{Delivery: 1, Status: messages.StatusKilled, ExitCode: -1, Signal: "SIGKILL", Stdout: "captured\n", Stderr: "oops\n"},
+			wantStdout: "captured\n",
+			wantStderr: []string{"warren: live output of delivery 1 ended", "oops\n"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			x := setup(t)
+			c, err := scheduler.New(x.b.Conn, scheduler.Config{EventGrace: 100 * time.Millisecond})
+			require.NoError(t, err)
+			got := x.fakeWorker(t, tt.events, tt.result)
+			var stdout, stderr syncBuffer
+			res, err := c.Exec(x.ctx, messages.Task{Argv: []string{"echo", "hi"}}, &stdout, &stderr)
+			require.NoError(t, err)
+			task := <-got
+			require.NotNil(t, task)
+			require.Equal(t, []string{"echo", "hi"}, task.Argv)
+			require.Equal(t, 1, task.Attempt)
+			require.Equal(t, tt.result.Status, res.Status)
+			require.Equal(t, tt.result.ExitCode, res.ExitCode)
+			require.Equal(t, tt.result.Signal, res.Signal)
+			require.Equal(t, tt.wantStdout, stdout.String())
+			rest := stderr.String()
+			for _, want := range tt.wantStderr {
+				require.Contains(t, rest, want)
+			}
+		})
+	}
+}
+
+func TestExecCancelledByContext(t *testing.T) {
+	x := setup(t)
+	got := x.fakeWorker(t, []messages.Event{ev(1, 1, messages.EventStarted, "")}, messages.Result{})
+	ctx, cancel := context.WithCancel(x.ctx)
+	errc := make(chan error, 1)
+	var stdout, stderr syncBuffer
+	go func() {
+		_, err := x.c.Exec(ctx, messages.Task{Batch: "ex", ID: "one", Argv: []string{"sleep", "100"}}, &stdout, &stderr)
+		errc <- err
+	}()
+	require.NotNil(t, <-got) // the task reached a worker
+	cancel()
+	require.ErrorIs(t, <-errc, context.Canceled)
+	kv, err := x.b.JS.KeyValue(x.ctx, messages.BucketCancel)
+	require.NoError(t, err)
+	_, err = kv.Get(x.ctx, messages.CancelKey("ex", "one"))
+	require.NoError(t, err)
+}
+
+func TestExecRefusesInvalidTask(t *testing.T) {
+	x := setup(t)
+	var out syncBuffer
+	_, err := x.c.Exec(x.ctx, messages.Task{Argv: []string{"a\x00b"}}, &out, &out)
+	require.ErrorIs(t, err, messages.ErrNULByte)
+}

@@ -1,0 +1,86 @@
+package scheduler
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/warrenhq/warren/messages"
+)
+
+// Manifest returns a batch's manifest: the number of tasks of each attempt.
+// It returns an error matching ErrUnknownBatch when there is none.
+func (c *Client) Manifest(ctx context.Context, batch string) (*messages.BatchManifest, error) {
+	kv, err := c.bucket(ctx, messages.BucketBatches)
+	if err != nil {
+		return nil, err
+	}
+	m, _, err := getManifest(ctx, kv, batch)
+	if err != nil {
+		return nil, err
+	}
+	if m == nil {
+		return nil, fmt.Errorf("%w %q: no manifest in bucket %s", ErrUnknownBatch, batch, messages.BucketBatches)
+	}
+	return m, nil
+}
+
+// getManifest returns the manifest and its revision; nil and 0 when absent.
+func getManifest(ctx context.Context, kv jetstream.KeyValue, batch string) (*messages.BatchManifest, uint64, error) {
+	e, err := kv.Get(ctx, batch)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return nil, 0, nil
+	}
+	if err != nil {
+		return nil, 0, fmt.Errorf("scheduler: read manifest of %s: %w", batch, err)
+	}
+	var m messages.BatchManifest
+	if err := json.Unmarshal(e.Value(), &m); err != nil {
+		return nil, 0, fmt.Errorf("scheduler: manifest of %s is not valid JSON: %w", batch, err)
+	}
+	return &m, e.Revision(), nil
+}
+
+// updateManifest applies fn to the batch's manifest (a fresh one when absent)
+// and stores it with compare-and-set, retrying when another client changed
+// it in between: concurrent replays of one batch each get their own attempt.
+func (c *Client) updateManifest(ctx context.Context, batch string, fn func(m *messages.BatchManifest) error) (*messages.BatchManifest, error) {
+	kv, err := c.bucket(ctx, messages.BucketBatches)
+	if err != nil {
+		return nil, err
+	}
+	for {
+		m, rev, err := getManifest(ctx, kv, batch)
+		if err != nil {
+			return nil, err
+		}
+		if m == nil {
+			m = &messages.BatchManifest{V: messages.Version, Batch: batch}
+		}
+		if err := fn(m); err != nil {
+			return nil, err
+		}
+		data, err := json.Marshal(m)
+		if err != nil {
+			return nil, err
+		}
+		if rev == 0 {
+			_, err = kv.Create(ctx, batch, data)
+		} else {
+			_, err = kv.Update(ctx, batch, data, rev)
+		}
+		switch {
+		case err == nil:
+			return m, nil
+		case errors.Is(err, jetstream.ErrKeyExists), errors.Is(err, jetstream.ErrKeyRevisionMismatch):
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			continue // lost the race: re-read and re-apply
+		default:
+			return nil, fmt.Errorf("scheduler: write manifest of %s: %w", batch, err)
+		}
+	}
+}

@@ -1,0 +1,149 @@
+package scheduler_test
+
+import (
+	"encoding/json"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/nats-io/nats.go"
+	"github.com/stretchr/testify/require"
+	"github.com/warrenhq/warren/messages"
+	"github.com/warrenhq/warren/scheduler"
+)
+
+func TestPublishStoresTasksWithProtocolHeaders(t *testing.T) {
+	x := setup(t)
+	b := mustBatch(t, 3, "hdr")
+	rep, err := x.c.Publish(x.ctx, b)
+	require.NoError(t, err)
+	require.Equal(t, scheduler.PublishReport{Batch: "hdr", Attempt: 1, Total: 3, Stored: 3}, *rep)
+
+	msgs := x.storedTasks(t, "hdr")
+	require.Len(t, msgs, 3)
+	for i, m := range msgs {
+		id := strconv.Itoa(i + 1)
+		require.Equal(t, messages.TaskSubject("default", "default", "hdr"), m.Subject())
+		require.Equal(t, messages.MsgID("hdr", id, 1), m.Headers().Get(messages.HeaderMsgID))
+		require.Equal(t, id, m.Headers().Get(messages.HeaderTaskID))
+		require.Equal(t, "hdr", m.Headers().Get(messages.HeaderBatch))
+		require.Equal(t, "1", m.Headers().Get(messages.HeaderAttempt))
+		task, err := messages.DecodeTask(m.Data())
+		require.NoError(t, err)
+		require.Equal(t, 1, task.Attempt)
+		require.Equal(t, id, task.ID)
+	}
+	m, err := x.c.Manifest(x.ctx, "hdr")
+	require.NoError(t, err)
+	a, ok := m.Attempt(1)
+	require.True(t, ok)
+	require.Equal(t, 3, a.Total)
+	require.True(t, a.Complete)
+}
+
+func TestPublishIsExactlyOnce(t *testing.T) {
+	x := setup(t)
+	const n = 300
+	b := mustBatch(t, n, "")
+	for i := range 3 {
+		rep, err := x.c.Publish(x.ctx, mustBatch(t, n, ""))
+		require.NoError(t, err)
+		require.Equal(t, b.ID, rep.Batch)
+		require.Equal(t, i > 0, rep.AlreadyComplete)
+	}
+	require.EqualValues(t, n, x.streamMsgs(t, messages.StreamTasks, messages.BatchTaskFilter(b.ID)))
+}
+
+func TestPublishWithSmallWindowAndRetries(t *testing.T) {
+	x := setup(t)
+	c, err := scheduler.New(x.b.Conn, scheduler.Config{MaxInflight: 1})
+	require.NoError(t, err)
+	rep, err := c.Publish(x.ctx, mustBatch(t, 20, "w1"))
+	require.NoError(t, err)
+	require.Equal(t, 20, rep.Stored)
+	require.EqualValues(t, 20, x.streamMsgs(t, messages.StreamTasks, messages.BatchTaskFilter("w1")))
+}
+
+// A publisher that crashed after the manifest and half the tasks: running
+// the submission again queues only the rest, even without the stream's
+// dedup window (the ids already stored are skipped, not re-sent).
+func TestPublishResumesCrashedPublication(t *testing.T) {
+	x := setup(t)
+	b := mustBatch(t, 10, "crashy")
+	m := messages.BatchManifest{V: messages.Version, Batch: "crashy"}
+	m.SetAttempt(1, messages.AttemptManifest{Total: 10, Digest: b.Digest})
+	data, err := json.Marshal(&m)
+	require.NoError(t, err)
+	kv, err := x.b.JS.KeyValue(x.ctx, messages.BucketBatches)
+	require.NoError(t, err)
+	_, err = kv.Create(x.ctx, "crashy", data)
+	require.NoError(t, err)
+	for i := range 4 {
+		task := b.Tasks[i]
+		payload, err := json.Marshal(&task)
+		require.NoError(t, err)
+		h := nats.Header{}
+		h.Set(messages.HeaderMsgID, messages.MsgID("crashy", task.ID, 1))
+		h.Set(messages.HeaderTaskID, task.ID)
+		h.Set(messages.HeaderBatch, "crashy")
+		h.Set(messages.HeaderAttempt, "1")
+		_, err = x.b.JS.PublishMsg(x.ctx, &nats.Msg{Subject: messages.TaskSubject("default", "default", "crashy"), Header: h, Data: payload})
+		require.NoError(t, err)
+	}
+	rep, err := x.c.Publish(x.ctx, b)
+	require.NoError(t, err)
+	require.Equal(t, 4, rep.Skipped)
+	require.Equal(t, 6, rep.Stored)
+	require.EqualValues(t, 10, x.streamMsgs(t, messages.StreamTasks, messages.BatchTaskFilter("crashy")))
+	got, err := x.c.Manifest(x.ctx, "crashy")
+	require.NoError(t, err)
+	a, _ := got.Attempt(1)
+	require.True(t, a.Complete)
+}
+
+func TestPublishRefusesConflictingBatch(t *testing.T) {
+	x := setup(t)
+	_, err := x.c.Publish(x.ctx, mustBatch(t, 2, "same"))
+	require.NoError(t, err)
+	_, err = x.c.Publish(x.ctx, mustBatch(t, 3, "same"))
+	require.ErrorIs(t, err, scheduler.ErrBatchConflict)
+	require.EqualValues(t, 2, x.streamMsgs(t, messages.StreamTasks, messages.BatchTaskFilter("same")))
+}
+
+func TestInvalidBatchPublishesNothing(t *testing.T) {
+	x := setup(t)
+	in := jsonl(5) + `{"kind":"exec"}` + "\n"
+	b, err := scheduler.ReadBatch(strings.NewReader(in), scheduler.BatchOptions{Batch: "bad"})
+	require.ErrorIs(t, err, messages.ErrMissingField)
+	require.Nil(t, b)
+	require.Zero(t, x.streamMsgs(t, messages.StreamTasks, messages.BatchTaskFilter("bad")))
+	_, err = x.c.Manifest(x.ctx, "bad")
+	require.ErrorIs(t, err, scheduler.ErrUnknownBatch)
+}
+
+func TestNewBatchDoesNotModifyInput(t *testing.T) {
+	in := []messages.Task{{Kind: messages.KindExec, Argv: []string{"true"}}}
+	b, err := scheduler.NewBatch(in, scheduler.BatchOptions{Batch: "x"})
+	require.NoError(t, err)
+	require.Equal(t, "1", b.Tasks[0].ID)
+	require.Empty(t, in[0].ID)
+}
+
+func TestConfigValidate(t *testing.T) {
+	tests := []struct {
+		name  string
+		cfg   scheduler.Config
+		field string
+	}{
+		{"inflight", scheduler.Config{MaxInflight: -1}, "MaxInflight"},
+		{"ack timeout", scheduler.Config{AckTimeout: -1}, "AckTimeout"},
+		{"retries", scheduler.Config{PublishRetries: -1}, "PublishRetries"},
+		{"grace", scheduler.Config{EventGrace: -1}, "EventGrace"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := scheduler.New(nil, tt.cfg)
+			require.ErrorContains(t, err, tt.field)
+		})
+	}
+}

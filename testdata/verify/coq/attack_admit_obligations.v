@@ -1,0 +1,4 @@
+Require Import Program.
+
+Program Definition five : {n : nat | n = 6} := 5.
+Admit Obligations.

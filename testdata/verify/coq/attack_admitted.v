@@ -1,0 +1,4 @@
+Theorem add_zero : forall n : nat, n + 0 = n.
+Proof.
+  intros n.
+Admitted.

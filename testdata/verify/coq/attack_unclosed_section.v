@@ -1,0 +1,4 @@
+Section S.
+  Variable H : forall n : nat, n + 0 = n.
+  Theorem add_zero : forall n : nat, n + 0 = n.
+  Proof. exact H. Qed.

@@ -1,0 +1,4 @@
+Require Import Classical.
+
+Theorem em : forall P : Prop, P \/ ~ P.
+Proof. exact classic. Qed.

@@ -1,0 +1,136 @@
+package verify
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/warrenhq/warren/messages"
+)
+
+// goodCorpus returns the corpus's good proofs for the plain coq profile.
+func goodCorpus(b *testing.B) []corpusCase {
+	var out []corpusCase
+	for _, c := range loadCorpus(b) {
+		if c.Expect.Accepted && c.Profile == "coq" {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// directCoq is the same trusted check run directly on the host with no
+// sandbox and no Checker: coqc, coqc Check.v, coqchk.
+func directCoq(b *testing.B, dir string, c corpusCase, spec *messages.VerifySpec) {
+	lib := "WarrenProof_direct"
+	src := spec.Proof
+	if spec.Header != "" {
+		src = spec.Header + "\n" + src
+	}
+	check := spec.Header + "\nDefinition e : Type := (" + spec.Statement + ").\nRequire " + lib + ".Proof.\nDefinition c : e := @" + lib + ".Proof." + c.Theorem + ".\nRedirect \"a\" Print Assumptions c.\n"
+	require.NoError(b, os.WriteFile(filepath.Join(dir, "Proof.v"), []byte(src), 0o644))
+	require.NoError(b, os.WriteFile(filepath.Join(dir, "Check.v"), []byte(check), 0o644))
+	for _, argv := range [][]string{
+		{"coqc", "-q", "-noglob", "-Q", ".", lib, "Proof.v"},
+		{"coqc", "-q", "-noglob", "-Q", ".", lib, "Check.v"},
+		{"coqchk", "-silent", "-o", "-Q", ".", lib, "-norec", lib + ".Proof", "-norec", lib + ".Check"},
+	} {
+		cmd := exec.Command(argv[0], argv[1:]...)
+		cmd.Dir = dir
+		out, err := cmd.CombinedOutput()
+		require.NoError(b, err, "%s: %s", strings.Join(argv, " "), out)
+	}
+}
+
+// BenchmarkCoqCheck compares, in one run and with the same parallelism,
+// the trusted Coq check run directly in a loop against the same check
+// through the Checker and the sandbox. Metric: checker/direct throughput.
+func BenchmarkCoqCheck(b *testing.B) {
+	if _, err := exec.LookPath("coqc"); err != nil {
+		b.Skip("coqc not installed")
+	}
+	cases := goodCorpus(b)
+	ps := testProfiles(b)
+	p := ps.Get("coq")
+	sb := benchRunner(b)
+	c := newTestChecker(b)
+	const par = 2
+	direct := measure(b, par, len(cases)*2, func(i int) {
+		dir := b.TempDir()
+		tc := cases[i%len(cases)]
+		directCoq(b, dir, tc, tc.spec(b))
+	})
+	checker := measure(b, par, len(cases)*2, func(i int) {
+		tc := cases[i%len(cases)]
+		v, _, err := c.Check(context.Background(), sb, p, tc.spec(b))
+		require.NoError(b, err)
+		require.True(b, v.Accepted, "%+v", v)
+	})
+	b.ReportMetric(float64(len(cases)*2)/direct.Seconds(), "direct_proofs/s")
+	b.ReportMetric(float64(len(cases)*2)/checker.Seconds(), "checker_proofs/s")
+	b.ReportMetric(direct.Seconds()/checker.Seconds(), "checker/direct")
+}
+
+// BenchmarkReplPoolOverhead measures a proof through the pool (4 REPL
+// requests, sandboxed process) against one bare request to the same
+// double, both on warm processes.
+func BenchmarkReplPoolOverhead(b *testing.B) {
+	p := doubleProfile(b, 1, 1<<30)
+	sb := benchRunner(b)
+	pool, err := NewReplPool(context.Background(), sb, p, testLogger())
+	require.NoError(b, err)
+	b.Cleanup(pool.Close)
+	bare, err := startRepl(context.Background(), sb, p, p.Lean.Header)
+	require.NoError(b, err)
+	b.Cleanup(bare.kill)
+	spec := &messages.VerifySpec{Theorem: "t", Statement: "P", Proof: "theorem t : P := trivial"}
+	const n = 200
+	baseline := measure(b, 1, n, func(int) {
+		_, err := bare.request(context.Background(), time.Minute, map[string]any{"cmd": spec.Proof, "env": bare.headerEnv})
+		require.NoError(b, err)
+	})
+	pooled := measure(b, 1, n, func(int) {
+		v, _, err := pool.Check(context.Background(), spec)
+		require.NoError(b, err)
+		require.True(b, v.Accepted)
+	})
+	b.ReportMetric(float64(baseline.Microseconds())/n, "bare_request_us")
+	b.ReportMetric(float64(pooled.Microseconds())/n, "pool_check_us")
+	b.ReportMetric(pooled.Seconds()/baseline.Seconds(), "pool/bare")
+}
+
+// measure runs n jobs on par goroutines, b.N times, and returns the mean
+// wall time of one round.
+func measure(b *testing.B, par, n int, job func(i int)) time.Duration {
+	var total time.Duration
+	for range b.N {
+		start := time.Now()
+		var wg sync.WaitGroup
+		next := make(chan int)
+		for range par {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := range next {
+					job(i)
+				}
+			}()
+		}
+		for i := range n {
+			next <- i
+		}
+		close(next)
+		wg.Wait()
+		total += time.Since(start)
+	}
+	return total / time.Duration(b.N)
+}
+
+func benchRunner(b *testing.B) RunFunc { return testRunner(b).run }

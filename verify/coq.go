@@ -1,0 +1,217 @@
+package verify
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+
+	"github.com/warrenhq/warren/messages"
+	"github.com/warrenhq/warren/sandbox"
+)
+
+var coqIdent = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_']*$`)
+
+// coqCheck is one Coq check in progress: three sandboxed steps.
+//
+//  1. untrusted: coqc compiles header+proof as <Library>.Proof in a fresh
+//     directory. Only Proof.vo is taken out of it.
+//  2. trusted: in another fresh directory holding only that Proof.vo and a
+//     file we generate, coqc elaborates the expected statement BEFORE the
+//     proof is loaded (a clean context), then Requires (never Imports) the
+//     proof, turns the checking flags back on, defines
+//     check : expected := @<Library>.Proof.<theorem>, and Redirects
+//     `Print Assumptions check` to a file whose name holds a fresh nonce.
+//  3. trusted: coqchk re-checks Proof.vo and Check.vo with its own kernel
+//     and prints the context summary with fully qualified names.
+//
+// The verdict is read from files and outputs of steps 2 and 3 only.
+type coqCheck struct {
+	p     *Profile
+	spec  *messages.VerifySpec
+	run   RunFunc
+	usage Usage
+	n     string // nonce for the library root and step 2's names and files
+}
+
+func (c *Checker) checkCoq(ctx context.Context, run RunFunc, p *Profile, spec *messages.VerifySpec) (*messages.Verdict, Usage, error) {
+	for _, part := range strings.Split(spec.Theorem, ".") {
+		if !coqIdent.MatchString(part) {
+			return nil, Usage{}, &StatementError{Msg: fmt.Sprintf("theorem %q is not a Coq qualified identifier", spec.Theorem)}
+		}
+	}
+	k := &coqCheck{p: p, spec: spec, run: run, n: nonce()}
+	dir, cleanup, err := c.scratch("coq-")
+	if err != nil {
+		return nil, Usage{}, err
+	}
+	defer cleanup()
+	v, err := k.check(ctx, dir)
+	return v, k.usage, err
+}
+
+// lib is the proof's logical root, <Library>_<nonce>: unpredictable, so a
+// proof cannot declare modules that mask the absolute name step 2 uses.
+func (k *coqCheck) lib() string { return k.p.Coq.Library + "_" + k.n }
+
+func (k *coqCheck) coqArgv(bin string, args ...string) []string {
+	argv := append([]string{bin}, k.p.Coq.Flags...)
+	return limitArgv(k.p, k.p.Coq.Prlimit, append(argv, args...))
+}
+
+func (k *coqCheck) check(ctx context.Context, dir string) (*messages.Verdict, error) {
+	compileDir, checkDir := filepath.Join(dir, "compile"), filepath.Join(dir, "check")
+	src := k.spec.Proof
+	if k.spec.Header != "" {
+		src = k.spec.Header + "\n" + src
+	}
+	if err := writeScratch(compileDir, map[string][]byte{"Proof.v": []byte(src)}); err != nil {
+		return nil, err
+	}
+	// Step 1: untrusted compile.
+	out, v, err := runStep(ctx, k.run, k.p, &k.usage, sandbox.Spec{
+		Argv:    k.coqArgv(k.p.Coq.Coqc, "-q", "-noglob", "-Q", ".", k.lib(), "Proof.v"),
+		Scratch: compileDir,
+	})
+	if v != nil || err != nil {
+		return v, err
+	}
+	if out.res.ExitCode != 0 {
+		return reject(messages.ReasonCompileError, out.output()), nil
+	}
+	vo, err := readResult(compileDir, "Proof.vo", k.p.Limits.FileSizeBytes)
+	if err != nil {
+		return reject(messages.ReasonCompileError, "coqc exited 0 but left no usable Proof.vo: "+err.Error()), nil
+	}
+
+	// Step 2: trusted statement check in a fresh directory.
+	if err := writeScratch(checkDir, map[string][]byte{"Proof.vo": vo, "Check.v": []byte(k.checkFile())}); err != nil {
+		return nil, err
+	}
+	out, v, err = runStep(ctx, k.run, k.p, &k.usage, sandbox.Spec{
+		Argv:    k.coqArgv(k.p.Coq.Coqc, "-q", "-noglob", "-Q", ".", k.lib(), "Check.v"),
+		Scratch: checkDir,
+	})
+	if v != nil || err != nil {
+		return v, err
+	}
+	if !k.marker(checkDir, "stmt") {
+		return nil, &StatementError{Msg: tail(out.output())}
+	}
+	if !k.marker(checkDir, "req") {
+		return reject(messages.ReasonCompileError, "the compiled proof cannot be loaded on its own:\n"+out.output()), nil
+	}
+	assumptions, err := readResult(checkDir, k.file("assumptions")+".out", 1<<20)
+	if out.res.ExitCode != 0 || err != nil {
+		return reject(messages.ReasonStatementMismatch,
+			fmt.Sprintf("%s.Proof.%s is missing or does not have the expected type\n%s", k.lib(), k.spec.Theorem, out.output())), nil
+	}
+	used, err := parsePrintAssumptions(string(assumptions))
+	if err != nil {
+		return reject(messages.ReasonUnsafeFlag, err.Error()), nil
+	}
+
+	// Step 3: trusted independent re-check and context audit.
+	out, v, err = runStep(ctx, k.run, k.p, &k.usage, sandbox.Spec{
+		Argv: k.coqArgv(k.p.Coq.Coqchk, "-silent", "-o", "-Q", ".", k.lib(),
+			"-norec", k.lib()+".Proof", "-norec", k.lib()+".Check"),
+		Scratch: checkDir,
+	})
+	if v != nil || err != nil {
+		return v, err
+	}
+	if out.res.ExitCode != 0 {
+		return reject(messages.ReasonUnsafeFlag, "coqchk rejected the compiled proof (the kernel check was bypassed):\n"+out.output()), nil
+	}
+	// coqchk prints its summary on stderr.
+	sum, err := parseCoqchkSummary(out.stderr)
+	if err != nil {
+		return reject(messages.ReasonUnsafeFlag, err.Error()+"\n"+out.output()), nil
+	}
+	return k.decide(used, sum), nil
+}
+
+// checkFile is step 2's input. The statement is elaborated before the
+// proof is loaded, so nothing the proof declares (notations, shadowing
+// definitions, coercions, options) can change its meaning.
+func (k *coqCheck) checkFile() string {
+	var b strings.Builder
+	if k.spec.Header != "" {
+		b.WriteString(k.spec.Header + "\n")
+	}
+	fmt.Fprintf(&b, "Definition warren_expected_%s : Type := (\n%s\n).\n", k.n, k.spec.Statement)
+	fmt.Fprintf(&b, "Redirect %q Check warren_expected_%s.\n", k.file("stmt"), k.n)
+	fmt.Fprintf(&b, "Require %s.Proof.\n", k.lib())
+	fmt.Fprintf(&b, "Redirect %q Check warren_expected_%s.\n", k.file("req"), k.n)
+	// A Global Unset in the proof survives Require; turn checking back on.
+	b.WriteString("Set Guard Checking.\nSet Positivity Checking.\nSet Universe Checking.\n")
+	fmt.Fprintf(&b, "Definition warren_check_%s : warren_expected_%s := @%s.Proof.%s.\n", k.n, k.n, k.lib(), k.spec.Theorem)
+	fmt.Fprintf(&b, "Redirect %q Print Assumptions warren_check_%s.\n", k.file("assumptions"), k.n)
+	return b.String()
+}
+
+// file names a Redirect target; coqc appends ".out".
+func (k *coqCheck) file(what string) string { return "warren_" + what + "_" + k.n }
+
+func (k *coqCheck) marker(dir, what string) bool {
+	_, err := readResult(dir, k.file(what)+".out", 1<<20)
+	return err == nil
+}
+
+// decide combines the theorem's own assumptions (short names, from
+// Print Assumptions) with coqchk's fully qualified context summary. A used
+// name counts as every context axiom it is a dotted suffix of, so an
+// axiom the proof names to look like an allowed one is still caught.
+func (k *coqCheck) decide(used *assumptions, sum *coqchkSummary) *messages.Verdict {
+	if len(used.unsafe) > 0 {
+		return reject(messages.ReasonUnsafeFlag, "the theorem relies on unchecked definitions:\n"+strings.Join(used.unsafe, "\n"))
+	}
+	if msg := sum.unsafe(); msg != "" {
+		return reject(messages.ReasonUnsafeFlag, msg)
+	}
+	self := k.lib() + ".Proof." + k.spec.Theorem
+	var axioms, bad []string
+	incomplete := false
+	for _, name := range used.axioms {
+		matched := false
+		for _, full := range sum.axioms {
+			if full != name && !strings.HasSuffix(full, "."+name) {
+				continue
+			}
+			matched = true
+			axioms = append(axioms, full)
+			if !k.p.allowed(full) {
+				bad = append(bad, full)
+				incomplete = incomplete || full == self
+			}
+		}
+		if !matched {
+			bad = append(bad, name+" (not found in the checked context)")
+		}
+	}
+	switch {
+	case incomplete:
+		return &messages.Verdict{Reason: messages.ReasonIncomplete, Axioms: axioms,
+			Messages: self + " is assumed, not proven (Admitted, admit or Conjecture)"}
+	case len(bad) > 0:
+		return &messages.Verdict{Reason: messages.ReasonDisallowedAxiom, Axioms: axioms,
+			Messages: "depends on axioms outside the profile's allow-list: " + strings.Join(bad, ", ")}
+	}
+	return &messages.Verdict{Accepted: true, Axioms: axioms}
+}
+
+// writeScratch creates dir (fresh, ours) with files and the tmp directory
+// the sandbox points TMPDIR at.
+func writeScratch(dir string, files map[string][]byte) error {
+	if err := os.MkdirAll(filepath.Join(dir, ".tmp"), 0o755); err != nil {
+		return &InfraError{Step: "create scratch", Err: err}
+	}
+	for name, data := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			return &InfraError{Step: "write scratch", Err: err}
+		}
+	}
+	return nil
+}

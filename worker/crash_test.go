@@ -1,0 +1,95 @@
+package worker_test
+
+import (
+	"bufio"
+	"context"
+	"net"
+	"os"
+	"os/exec"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/warrenhq/warren/broker"
+	"github.com/warrenhq/warren/broker/brokertest"
+	"github.com/warrenhq/warren/messages"
+)
+
+func TestWorkerSIGKILLMidBatchLosesAndDoublesNothing(t *testing.T) {
+	b := brokertest.Start(t, brokertest.Options{})
+	// The consumer's AckWait is set by whoever creates it first: the doomed
+	// worker, with a short one, so redelivery comes quickly.
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), helperWorkerEnv+"="+b.URL, "WARREN_TEST_SCRATCH="+t.TempDir())
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	line, err := bufio.NewReader(out).ReadString('\n')
+	require.NoError(t, err)
+	require.Equal(t, "ready\n", line)
+
+	const n = 40
+	var tasks []messages.Task
+	for _, id := range ids(n) {
+		tasks = append(tasks, shTask("crash", id, "sleep 0.2; echo $$"))
+	}
+	publish(t, b.JS, tasks...)
+	// Kill it once it has finished some tasks and holds others.
+	require.Eventually(t, func() bool { return resultCount(t, b.JS, "crash") >= 5 }, time.Minute, 10*time.Millisecond)
+	require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
+	_ = cmd.Wait()
+	before := resultCount(t, b.JS, "crash")
+	require.Less(t, before, uint64(n), "the worker died mid-batch")
+
+	startWorker(t, b, "survivor", workerOpts{capacity: 4, ackWait: 2 * time.Second})
+	got := collect(t, b.JS, "crash", n, 2*time.Minute)
+	require.Len(t, got, n)
+	for id, r := range got {
+		require.Equal(t, messages.StatusOK, r.Status, id)
+	}
+	require.EqualValues(t, n, resultCount(t, b.JS, "crash"), "nothing doubled in RESULTS")
+	redelivered := 0
+	for _, r := range got {
+		if r.Delivery > 1 {
+			redelivered++
+			require.Equal(t, "survivor", r.Host)
+		}
+	}
+	require.Positive(t, redelivered, "the killed worker's tasks were redelivered")
+}
+
+func freePort(t *testing.T) int {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+func TestBrokerRestartMidBatchLosesNothing(t *testing.T) {
+	dir, port := t.TempDir(), freePort(t)
+	b := brokertest.Start(t, brokertest.Options{Dir: dir, Port: port})
+	startWorker(t, b, "w1", workerOpts{capacity: 3})
+	const n = 60
+	var tasks []messages.Task
+	for _, id := range ids(n) {
+		tasks = append(tasks, shTask("restart", id, "sleep 0.05"))
+	}
+	publish(t, b.JS, tasks...)
+	require.Eventually(t, func() bool { return resultCount(t, b.JS, "restart") >= 10 }, time.Minute, 10*time.Millisecond)
+	b.Server.Stop()
+
+	srv, err := broker.NewServer(broker.Config{DataDir: dir, Port: port})
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	require.NoError(t, srv.Start(ctx))
+	t.Cleanup(srv.Stop)
+	b2 := &brokertest.Broker{Server: srv, URL: srv.ClientURL(), Dir: dir}
+	_, js := b2.Dial(t, "after-restart")
+	got := collect(t, js, "restart", n, 2*time.Minute)
+	require.Len(t, got, n)
+	require.EqualValues(t, n, resultCount(t, js, "restart"))
+}

@@ -1,0 +1,56 @@
+package worker_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/warrenhq/warren/broker"
+	"github.com/warrenhq/warren/messages"
+	"github.com/warrenhq/warren/sandbox"
+	"github.com/warrenhq/warren/worker"
+)
+
+// helperWorkerEnv makes the test binary act as a worker process connected to
+// the URL it names, so a test can SIGKILL a real worker.
+const helperWorkerEnv = "WARREN_TEST_WORKER_URL"
+
+func TestMain(m *testing.M) {
+	if url := os.Getenv(helperWorkerEnv); url != "" {
+		os.Exit(runHelperWorker(url))
+	}
+	os.Exit(m.Run())
+}
+
+func runHelperWorker(url string) int {
+	ctx := context.Background()
+	nc, err := broker.Connect(ctx, url, "helper-worker")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	r, err := sandbox.New(sandbox.Config{Isolation: sandbox.IsolationNone, AllowInsecure: true, ScratchRoot: os.Getenv("WARREN_TEST_SCRATCH")})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	w, err := worker.New(nc, worker.Config{
+		HostID: "doomed", Capacity: 4, Runner: r,
+		Isolation: []messages.Isolation{messages.IsolationNone},
+		Consumer:  broker.ConsumerConfig{AckWait: 2 * time.Second},
+		PullWait:  500 * time.Millisecond,
+		Logger:    zerolog.New(os.Stderr).Level(zerolog.WarnLevel),
+	})
+	if err == nil {
+		err = w.Start(ctx)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	fmt.Println("ready")
+	select {} // until killed
+}
