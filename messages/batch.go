@@ -60,8 +60,8 @@ func (m *BatchManifest) LatestAttempt() int {
 }
 
 // CancelRequest is the value stored in bucket BucketCancel under
-// CancelKey(batch, id): its presence cancels the task, or the whole batch
-// when the key has no task part.
+// CancelKey(batch, attempt, id): its presence cancels the task, or the
+// whole batch attempt when the key has no task part.
 type CancelRequest struct {
 	Reason string    `json:"reason,omitempty"`
 	Time   time.Time `json:"time"`

@@ -91,11 +91,12 @@ func ConsumerName(pool, profile string) string {
 	return "warren_" + pool + "_" + profile
 }
 
-// CancelKey is the cancel-bucket key for a task, or for a whole batch when
-// id is empty.
-func CancelKey(batch, id string) string {
+// CancelKey is the cancel-bucket key for a task of a batch attempt, or for
+// the whole attempt when id is empty. Keys are per attempt so that a replay
+// of a cancelled batch runs.
+func CancelKey(batch string, attempt int, id string) string {
 	if id == "" {
-		return batch
+		return fmt.Sprintf("%s.%d", batch, attempt)
 	}
-	return batch + "." + id
+	return fmt.Sprintf("%s.%d.%s", batch, attempt, id)
 }

@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/warrenhq/warren/sandbox/files"
 	"golang.org/x/sys/unix"
 )
 
@@ -117,26 +118,21 @@ func (r *Runner) prepareScratch(spec Spec) (string, func(), error) {
 	return dir, cleanup, nil
 }
 
-// writeFiles writes files under dir. Paths were validated lexically by the
-// caller; this refuses anything that still escapes.
-func writeFiles(dir string, files map[string][]byte) error {
-	names := make([]string, 0, len(files))
-	for n := range files {
+// writeFiles writes files under dir through the files API: paths are
+// rooted at dir, and no symlink, FIFO, device or hard link is followed.
+func writeFiles(dir string, fs map[string][]byte) error {
+	names := make([]string, 0, len(fs))
+	for n := range fs {
 		names = append(names, n)
 	}
 	sort.Strings(names)
-	root, err := os.OpenRoot(dir)
+	home, err := files.Open(dir, files.NoOwner)
 	if err != nil {
 		return &SetupError{Step: "open scratch", Path: dir, Err: err}
 	}
-	defer root.Close()
+	defer home.Close()
 	for _, n := range names {
-		if d := filepath.Dir(n); d != "." {
-			if err := root.MkdirAll(d, 0o755); err != nil {
-				return &SetupError{Step: "write files", Path: n, Err: err}
-			}
-		}
-		if err := root.WriteFile(n, files[n], 0o644); err != nil {
+		if _, err := home.Write(context.Background(), n, fs[n], files.WriteOptions{Parents: true}); err != nil {
 			return &SetupError{Step: "write files", Path: n, Err: err}
 		}
 	}

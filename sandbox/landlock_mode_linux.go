@@ -117,8 +117,10 @@ func (r *Runner) landlockTeardown(home nsScratch, uid uint32, cg *runCgroup) err
 			errs = append(errs, err)
 		}
 	}
-	if err := home.cleanup(); err != nil {
-		errs = append(errs, err)
+	if home.path != "" {
+		if err := home.cleanup(); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if r.ns.pool != nil {
 		errs = append(errs, r.ns.pool.release(uid, func(uid uint32) error {

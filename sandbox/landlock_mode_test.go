@@ -104,35 +104,42 @@ func TestLandlockModeSweepsSetsidEscapee(t *testing.T) {
 	require.Empty(t, r.ns.pool.quarantinedUIDs())
 }
 
-// TestLandlockModeQuarantinesBusyUID: a uid whose teardown cannot be
-// verified (a process of it is alive) is never handed out again, and a
-// verified one is.
-func TestLandlockModeQuarantinesBusyUID(t *testing.T) {
+// TestLandlockModeQuarantinesUnverifiedUID: a uid whose teardown cannot be
+// verified (its home cannot be removed: an immutable file, the control
+// shows plain removal fails) is never handed out again; a verified one is.
+func TestLandlockModeQuarantinesUnverifiedUID(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("dedicated uids need root")
 	}
 	r := llRunner(t, 1_900_100_300)
-	busy, err := r.ns.pool.acquire()
+	stuck, err := r.ns.pool.acquire()
 	require.NoError(t, err)
 	clean, err := r.ns.pool.acquire()
 	require.NoError(t, err)
-	sleeper := exec.Command("sleep", "600")
-	sleeper.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: busy, Gid: busy, Groups: []uint32{}}}
-	require.NoError(t, sleeper.Start())
-	t.Cleanup(func() { _ = sleeper.Process.Kill(); _ = sleeper.Wait() })
 
-	require.Error(t, r.landlockTeardown(nsScratch{}, busy, nil), "a live process must fail the teardown check")
+	home := llTempDir(t, 0o700) + "/home"
+	require.NoError(t, os.Mkdir(home, 0o700))
+	pinned := home + "/pinned"
+	require.NoError(t, os.WriteFile(pinned, nil, 0o600))
+	if out, err := exec.Command("chattr", "+i", pinned).CombinedOutput(); err != nil {
+		t.Skipf("chattr +i unsupported on this filesystem: %s", out)
+	}
+	t.Cleanup(func() { _ = exec.Command("chattr", "-i", pinned).Run() })
+	require.Error(t, os.Remove(pinned), "control: the pinned file resists removal")
+
+	require.Error(t, r.landlockTeardown(nsScratch{path: home, owned: true}, stuck, nil), "an unremovable home must fail the teardown check")
 	require.NoError(t, r.landlockTeardown(nsScratch{}, clean, nil))
-	require.Contains(t, r.ns.pool.quarantinedUIDs(), busy)
+	require.Contains(t, r.ns.pool.quarantinedUIDs(), stuck)
 	seen := map[uint32]bool{}
 	for range 4 {
 		u, err := r.ns.pool.acquire()
 		if err != nil {
+			require.ErrorIs(t, err, ErrUIDPoolExhausted)
 			break
 		}
 		seen[u] = true
 	}
-	require.False(t, seen[busy], "a quarantined uid must not be reused")
+	require.False(t, seen[stuck], "a quarantined uid must not be reused")
 	require.True(t, seen[clean], "a verified uid is reused")
 	require.Len(t, seen, 3, fmt.Sprint(seen))
 }

@@ -147,4 +147,3 @@ func (r *Runner) Run(ctx context.Context, spec Spec) (*Result, error) {
 		return nil, fmt.Errorf("%w: isolation %q", ErrInvalidSpec, iso)
 	}
 }
-

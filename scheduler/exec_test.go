@@ -141,7 +141,7 @@ func TestExecCancelledByContext(t *testing.T) {
 	require.ErrorIs(t, <-errc, context.Canceled)
 	kv, err := x.b.JS.KeyValue(x.ctx, messages.BucketCancel)
 	require.NoError(t, err)
-	_, err = kv.Get(x.ctx, messages.CancelKey("ex", "one"))
+	_, err = kv.Get(x.ctx, messages.CancelKey("ex", 1, "one"))
 	require.NoError(t, err)
 }
 

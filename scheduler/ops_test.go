@@ -20,13 +20,13 @@ func TestCancelWritesKeys(t *testing.T) {
 	tests := []struct {
 		name, batch, id, key string
 	}{
-		{"whole batch", "b1", "", "b1"},
-		{"one task", "b1", "t7", "b1.t7"},
+		{"whole batch", "b1", "", "b1.1"},
+		{"one task", "b1", "t7", "b1.1.t7"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			before := time.Now().UTC().Add(-time.Second)
-			require.NoError(t, x.c.Cancel(x.ctx, tt.batch, tt.id, "user asked"))
+			require.NoError(t, x.c.Cancel(x.ctx, tt.batch, 0, tt.id, "user asked"))
 			e, err := kv.Get(x.ctx, tt.key)
 			require.NoError(t, err)
 			var req messages.CancelRequest
@@ -35,8 +35,8 @@ func TestCancelWritesKeys(t *testing.T) {
 			require.True(t, req.Time.After(before))
 		})
 	}
-	require.ErrorIs(t, x.c.Cancel(x.ctx, "b1", "a.b", ""), messages.ErrInvalidField)
-	require.ErrorIs(t, x.c.Cancel(x.ctx, "", "", ""), messages.ErrMissingField)
+	require.ErrorIs(t, x.c.Cancel(x.ctx, "b1", 0, "a.b", ""), messages.ErrInvalidField)
+	require.ErrorIs(t, x.c.Cancel(x.ctx, "", 0, "", ""), messages.ErrMissingField)
 }
 
 func TestReplayMakesNewAttemptKeptApart(t *testing.T) {

@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -11,14 +12,13 @@ import (
 
 // cancelSet mirrors the cancel bucket and knows which tasks run here, so a
 // cancel kills a running sandbox at once and skips a queued task when it is
-// pulled.
+// pulled. Keys are messages.CancelKey(batch, attempt, id).
 type cancelSet struct {
-	mu        sync.Mutex
-	keys      map[string]bool
-	running   map[string]map[*context.CancelCauseFunc]string // batch -> cancel -> task id
-	watcher   jetstream.KeyWatcher
-	initDone  chan struct{}
-	closeOnce sync.Once
+	mu       sync.Mutex
+	keys     map[string]bool
+	running  map[string]map[*context.CancelCauseFunc]string // "batch.attempt" -> cancel -> task id
+	initDone chan struct{}
+	once     sync.Once
 }
 
 // watchCancels starts mirroring the cancel bucket and returns once the
@@ -33,13 +33,13 @@ func (w *Worker) watchCancels(ctx context.Context) (*cancelSet, error) {
 	if err != nil {
 		return nil, fmt.Errorf("worker: watch cancel bucket: %w", err)
 	}
-	cs := &cancelSet{keys: map[string]bool{}, running: map[string]map[*context.CancelCauseFunc]string{}, watcher: kw, initDone: make(chan struct{})}
+	cs := &cancelSet{keys: map[string]bool{}, running: map[string]map[*context.CancelCauseFunc]string{}, initDone: make(chan struct{})}
 	w.bg.Add(1)
 	go func() {
 		defer w.bg.Done()
 		for e := range kw.Updates() {
 			if e == nil {
-				cs.closeOnce.Do(func() { close(cs.initDone) })
+				cs.once.Do(func() { close(cs.initDone) })
 				continue
 			}
 			cs.add(e.Key())
@@ -63,48 +63,49 @@ func (cs *cancelSet) add(key string) {
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
 	cs.keys[key] = true
-	batch, id := splitCancelKey(key)
-	for cancel, tid := range cs.running[batch] {
-		if id == "" || id == tid {
+	// key is "batch.attempt" or "batch.attempt.id"; ids and batches hold no dots.
+	parts := strings.SplitN(key, ".", 3)
+	if len(parts) < 2 {
+		return
+	}
+	scope := parts[0] + "." + parts[1]
+	for cancel, tid := range cs.running[scope] {
+		if len(parts) == 2 || parts[2] == tid {
 			(*cancel)(errUserCancel)
 		}
 	}
 }
 
-func (cs *cancelSet) cancelled(batch, id string) bool {
+func (cs *cancelSet) cancelledLocked(batch string, attempt int, id string) bool {
+	return cs.keys[messages.CancelKey(batch, attempt, "")] || cs.keys[messages.CancelKey(batch, attempt, id)]
+}
+
+func (cs *cancelSet) cancelled(batch string, attempt int, id string) bool {
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
-	return cs.keys[messages.CancelKey(batch, "")] || cs.keys[messages.CancelKey(batch, id)]
+	return cs.cancelledLocked(batch, attempt, id)
 }
 
 // track registers a running task; the returned func unregisters it.
-func (cs *cancelSet) track(batch, id string, cancel context.CancelCauseFunc) func() {
+func (cs *cancelSet) track(batch string, attempt int, id string, cancel context.CancelCauseFunc) func() {
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
-	if cs.running[batch] == nil {
-		cs.running[batch] = map[*context.CancelCauseFunc]string{}
+	scope := messages.CancelKey(batch, attempt, "")
+	if cs.running[scope] == nil {
+		cs.running[scope] = map[*context.CancelCauseFunc]string{}
 	}
 	p := &cancel
-	cs.running[batch][p] = id
+	cs.running[scope][p] = id
 	// A cancel that landed between the check and now.
-	if cs.keys[messages.CancelKey(batch, "")] || cs.keys[messages.CancelKey(batch, id)] {
+	if cs.cancelledLocked(batch, attempt, id) {
 		cancel(errUserCancel)
 	}
 	return func() {
 		cs.mu.Lock()
 		defer cs.mu.Unlock()
-		delete(cs.running[batch], p)
-		if len(cs.running[batch]) == 0 {
-			delete(cs.running, batch)
+		delete(cs.running[scope], p)
+		if len(cs.running[scope]) == 0 {
+			delete(cs.running, scope)
 		}
 	}
-}
-
-func splitCancelKey(key string) (batch, id string) {
-	for i := 0; i < len(key); i++ {
-		if key[i] == '.' {
-			return key[:i], key[i+1:]
-		}
-	}
-	return key, ""
 }

@@ -25,12 +25,21 @@ type Runner interface {
 type RunFunc func(ctx context.Context, spec sandbox.Spec) (*sandbox.Result, error)
 
 // Verifier decides verify tasks. It runs each untrusted step through run and
-// returns a verdict, or an error when the check could not be carried out
-// (an infrastructure failure, retried elsewhere).
+// returns a verdict, or an error when the check could not be carried out: a
+// *messages.Error when the task itself is invalid (never retried), anything
+// else an infrastructure failure (retried elsewhere).
 type Verifier interface {
-	Verify(ctx context.Context, run RunFunc, t *messages.Task) (*messages.Verdict, error)
+	Verify(ctx context.Context, run RunFunc, t *messages.Task) (*VerifyOutcome, error)
 	// Profiles lists the verify profiles this verifier can check.
 	Profiles() []string
+}
+
+// VerifyOutcome is a decided verify task and what deciding it cost.
+type VerifyOutcome struct {
+	Verdict    *messages.Verdict
+	Wall, CPU  time.Duration
+	PeakMemory int64
+	InForce    string // isolation of the sandboxed steps
 }
 
 // Config configures a Worker.

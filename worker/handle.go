@@ -46,7 +46,7 @@ func (w *Worker) handle(msg jetstream.Msg) {
 		return
 	}
 	em := newEmitter(w.nc, task, delivery, w.cfg.HostID)
-	if w.cancels.cancelled(task.Batch, task.ID) {
+	if w.cancels.cancelled(task.Batch, task.EffectiveAttempt(), task.ID) {
 		res := w.baseResult(task, delivery)
 		res.Status, res.ExitCode = messages.StatusCancelled, -1
 		res.Error = &messages.Error{Code: messages.CodeCancelled, Msg: "cancelled before it started"}
@@ -56,7 +56,7 @@ func (w *Worker) handle(msg jetstream.Msg) {
 
 	ctx, cancel := context.WithCancelCause(w.workCtx)
 	defer cancel(nil)
-	unregister := w.cancels.track(task.Batch, task.ID, cancel)
+	unregister := w.cancels.track(task.Batch, task.EffectiveAttempt(), task.ID, cancel)
 	defer unregister()
 
 	stopHB := w.heartbeat(msg, em)
@@ -112,14 +112,20 @@ func (w *Worker) execute(ctx context.Context, t *messages.Task, delivery int, em
 		if w.cfg.Verifier == nil {
 			return nil, fmt.Errorf("this worker has no verifier for profile %q", t.EffectiveProfile())
 		}
-		var verdict *messages.Verdict
-		verdict, err = w.cfg.Verifier.Verify(ctx, w.cfg.Runner.Run, t)
+		var out *VerifyOutcome
+		out, err = w.cfg.Verifier.Verify(ctx, w.cfg.Runner.Run, t)
+		var invalid *messages.Error
+		if errors.As(err, &invalid) {
+			res.Status, res.Error = messages.StatusInvalid, invalid
+			return res, nil
+		}
 		if err != nil {
 			return nil, err
 		}
-		res.Verdict = verdict
+		res.Verdict = out.Verdict
 		res.Status, res.ExitCode = messages.StatusOK, 0
-		res.Sandbox = "per step"
+		res.WallMS, res.CPUMS, res.PeakMemoryBytes = out.Wall.Milliseconds(), out.CPU.Milliseconds(), out.PeakMemory
+		res.Sandbox = out.InForce
 	default:
 		sres, err = w.cfg.Runner.Run(ctx, specFor(t, stdout, stderr))
 		if err != nil {

@@ -235,7 +235,7 @@ func TestCancelRunningAndQueuedTasks(t *testing.T) {
 	}
 	kv, err := b.JS.KeyValue(context.Background(), messages.BucketCancel)
 	require.NoError(t, err)
-	_, err = kv.Put(context.Background(), messages.CancelKey("cx", ""), []byte(`{"reason":"test"}`))
+	_, err = kv.Put(context.Background(), messages.CancelKey("cx", 1, ""), []byte(`{"reason":"test"}`))
 	require.NoError(t, err)
 	got := collect(t, b.JS, "cx", 2, 30*time.Second)
 	require.Equal(t, messages.StatusCancelled, got["running"].Status)

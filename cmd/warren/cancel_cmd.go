@@ -2,9 +2,10 @@ package main
 
 // cancelCmd cancels a batch or one task of it.
 type cancelCmd struct {
-	Batch  string `arg:"" help:"Batch id."`
-	Task   string `arg:"" optional:"" help:"Task id; without it the whole batch is cancelled."`
-	Reason string `name:"reason" default:"cancelled by user" help:"Recorded with the cancellation."`
+	Batch   string `arg:"" help:"Batch id."`
+	Task    string `arg:"" optional:"" help:"Task id; without it the whole batch is cancelled."`
+	Attempt int    `help:"Attempt to cancel; 0 means the latest (replays are attempts)." default:"0"`
+	Reason  string `name:"reason" default:"cancelled by user" help:"Recorded with the cancellation."`
 }
 
 func (c *cancelCmd) Run(g *globals) error {
@@ -17,7 +18,7 @@ func (c *cancelCmd) Run(g *globals) error {
 	if err != nil {
 		return err
 	}
-	if err := client.Cancel(g.Ctx, c.Batch, c.Task, c.Reason); err != nil {
+	if err := client.Cancel(g.Ctx, c.Batch, c.Attempt, c.Task, c.Reason); err != nil {
 		return err
 	}
 	what := "batch " + c.Batch

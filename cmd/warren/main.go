@@ -83,6 +83,7 @@ type cli struct {
 	Replay  replayCmd  `cmd:"" help:"Replay a batch, or a sequence/time range of it, as a new attempt."`
 	Hosts   hostsCmd   `cmd:"" help:"List the worker hosts in the registry."`
 	Exec    execCmd    `cmd:"" help:"Run one command somewhere in the fleet, streaming its output; exits with its status."`
+	Verify  verifyCmd  `cmd:"" help:"Check a batch of proofs in sandboxes and report verdicts (exit 1 only if some could not be checked)."`
 }
 
 func run(ctx, hard context.Context, args []string, io stdio) error {

@@ -56,8 +56,8 @@ func TestCancelCommand(t *testing.T) {
 		args []string
 		key  string
 	}{
-		{"batch", []string{"cancel", "cb"}, "cb"},
-		{"task", []string{"cancel", "cb", "t1", "--reason", "wrong input"}, "cb.t1"},
+		{"batch", []string{"cancel", "cb"}, "cb.1"},
+		{"task", []string{"cancel", "cb", "t1", "--reason", "wrong input"}, "cb.1.t1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

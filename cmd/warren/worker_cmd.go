@@ -9,6 +9,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/warrenhq/warren/messages"
 	"github.com/warrenhq/warren/sandbox"
+	"github.com/warrenhq/warren/verify"
 	"github.com/warrenhq/warren/worker"
 )
 
@@ -21,6 +22,7 @@ type workerFlags struct {
 	InsecureNoIsolation bool          `name:"insecure-no-isolation" help:"Allow --isolation=none: tasks run WITHOUT a sandbox (timeouts, process-group kill, output caps and a cleared environment only). Never for untrusted code."`
 	HostID              string        `name:"host-id" help:"Name of this host in results and the registry (default: hostname-pid)."`
 	ScratchRoot         string        `name:"scratch-root" help:"Directory for per-task scratch dirs (default: $TMPDIR/warren-sandboxes)."`
+	VerifyProfiles      string        `name:"verify-profiles" help:"Verify profiles file (see deploy/profiles.yaml). Defaults to the built-in coq profiles. Profiles whose checker is not installed are not offered." type:"path"`
 	DrainTimeout        time.Duration `name:"drain-timeout" help:"On the first SIGTERM/SIGINT, how long running tasks may finish before they are cancelled and handed back to the queue." default:"5m"`
 
 	pullWait time.Duration // shorter for a client's short-lived in-process worker
@@ -49,7 +51,12 @@ func (f *workerFlags) buildWorker(ctx context.Context, g *globals, nc *nats.Conn
 	if iso == sandbox.IsolationNone {
 		g.Log.Warn().Msg("INSECURE: tasks run without isolation (--insecure-no-isolation)")
 	}
+	verifier, err := f.buildVerifier(g)
+	if err != nil {
+		return nil, err
+	}
 	return worker.New(nc, worker.Config{
+		Verifier:     verifier,
 		HostID:       f.HostID,
 		Pool:         f.Pool,
 		Capacity:     f.Capacity,
@@ -60,6 +67,32 @@ func (f *workerFlags) buildWorker(ctx context.Context, g *globals, nc *nats.Conn
 		Version:      version,
 		Logger:       g.Log,
 	})
+}
+
+// buildVerifier loads the verify profiles and offers those installed here.
+func (f *workerFlags) buildVerifier(g *globals) (worker.Verifier, error) {
+	var ps *verify.Profiles
+	var err error
+	if f.VerifyProfiles != "" {
+		ps, err = verify.LoadProfiles(f.VerifyProfiles)
+	} else {
+		ps, err = verify.BuiltinProfiles()
+	}
+	if err != nil {
+		return nil, err
+	}
+	checker, err := verify.New(verify.Config{Logger: g.Log})
+	if err != nil {
+		return nil, err
+	}
+	svc, skipped := verify.NewService(checker, ps)
+	for name, why := range skipped {
+		g.Log.Info().Str("profile", name).Str("reason", why.Error()).Msg("verify profile not offered: its checker is not installed here")
+	}
+	if len(svc.Profiles()) == 0 {
+		return nil, nil
+	}
+	return svc, nil
 }
 
 // selfTest runs /bin/true in the configured mode and returns what was in

@@ -1,0 +1,219 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/require"
+	"github.com/warrenhq/warren/broker/brokertest"
+	"github.com/warrenhq/warren/messages"
+)
+
+// e2e is a real broker plus real `warren` processes talking to it.
+type e2e struct {
+	b       *brokertest.Broker
+	dataDir string
+}
+
+func newE2E(t *testing.T) *e2e {
+	t.Helper()
+	return &e2e{b: brokertest.Start(t, brokertest.Options{}), dataDir: t.TempDir()}
+}
+
+// cmd builds a `warren ARGS...` process against the test broker.
+func (e *e2e) cmd(ctx context.Context, args ...string) *exec.Cmd {
+	c := exec.CommandContext(ctx, os.Args[0], args...)
+	c.Env = append(os.Environ(), e2eMainEnv+"=1", "WARREN_NATS_URL="+e.b.URL, "WARREN_DATA_DIR="+e.dataDir, "WARREN_LOG_LEVEL=warn")
+	return c
+}
+
+// run runs warren to completion and returns stdout, stderr and exit code.
+func (e *e2e) run(t *testing.T, args ...string) (string, string, int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c := e.cmd(ctx, args...)
+	var out, errb bytes.Buffer
+	c.Stdout, c.Stderr = &out, &errb
+	err := c.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else {
+		require.NoError(t, err, errb.String())
+	}
+	return out.String(), errb.String(), code
+}
+
+// startWorker runs `warren worker` as a process until the test ends (then
+// SIGTERM: it must drain and exit 0). The queue tests run it without
+// isolation; the sandbox packages prove isolation.
+func (e *e2e) startWorker(t *testing.T, capacity int) {
+	t.Helper()
+	c := e.cmd(context.Background(), "worker", "--capacity", fmt.Sprint(capacity), "--isolation", "none", "--insecure-no-isolation",
+		"--scratch-root", t.TempDir(), "--host-id", fmt.Sprintf("e2e-%d", time.Now().UnixNano()))
+	var errb bytes.Buffer
+	c.Stderr = &errb
+	require.NoError(t, c.Start())
+	t.Cleanup(func() {
+		_ = c.Process.Signal(syscall.SIGTERM)
+		err := c.Wait()
+		require.NoError(t, err, "worker must drain and exit 0 on SIGTERM; stderr:\n%s", errb.String())
+	})
+	// Ready once it registered in the host registry.
+	kv, err := e.b.JS.KeyValue(context.Background(), messages.BucketHosts)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		keys, err := kv.ListKeys(context.Background())
+		if err != nil {
+			return false
+		}
+		for range keys.Keys() {
+			return true
+		}
+		return false
+	}, 30*time.Second, 20*time.Millisecond, "worker did not register: %s", errb.String())
+}
+
+func (e *e2e) resultCount(t *testing.T, batch string, attempt int) uint64 {
+	t.Helper()
+	s, err := e.b.JS.Stream(context.Background(), messages.StreamResults)
+	require.NoError(t, err)
+	info, err := s.Info(context.Background(), jetstream.WithSubjectFilter(messages.BatchResultFilter(batch, attempt)))
+	require.NoError(t, err)
+	var n uint64
+	for _, c := range info.State.Subjects {
+		n += c
+	}
+	return n
+}
+
+func writeBatch(t *testing.T, n int, script func(i int) string) string {
+	t.Helper()
+	var sb strings.Builder
+	for i := range n {
+		fmt.Fprintf(&sb, `{"id":"t%d","kind":"exec","shell":%q}`+"\n", i, script(i))
+	}
+	p := filepath.Join(t.TempDir(), "batch.jsonl")
+	require.NoError(t, os.WriteFile(p, []byte(sb.String()), 0o644))
+	return p
+}
+
+func parseResults(t *testing.T, out string) map[string]*messages.Result {
+	t.Helper()
+	got := map[string]*messages.Result{}
+	sc := bufio.NewScanner(strings.NewReader(out))
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	for sc.Scan() {
+		r, err := messages.DecodeResult(sc.Bytes())
+		require.NoError(t, err, sc.Text())
+		_, dup := got[r.TaskID]
+		require.False(t, dup, "result printed twice for %s", r.TaskID)
+		got[r.TaskID] = r
+	}
+	return got
+}
+
+func TestE2ESchedulerKilledThenResultsThenReplay(t *testing.T) {
+	e := newE2E(t)
+	e.startWorker(t, 3)
+	const n = 30
+	file := writeBatch(t, n, func(i int) string { return fmt.Sprintf("sleep 0.1; echo task-%d", i) })
+
+	// The scheduler publishes and waits; kill it mid-batch.
+	sub := e.cmd(context.Background(), "submit", file, "--batch", "kb", "--wait")
+	require.NoError(t, sub.Start())
+	require.Eventually(t, func() bool { return e.resultCount(t, "kb", 1) >= 3 }, time.Minute, 10*time.Millisecond)
+	require.NoError(t, sub.Process.Signal(syscall.SIGKILL))
+	_ = sub.Wait()
+
+	// Re-attach: every result, once each.
+	out, stderr, code := e.run(t, "results", "kb")
+	require.Equal(t, 0, code, stderr)
+	got := parseResults(t, out)
+	require.Len(t, got, n)
+	for i := range n {
+		r := got[fmt.Sprintf("t%d", i)]
+		require.NotNil(t, r)
+		require.Equal(t, messages.StatusOK, r.Status)
+		require.Equal(t, fmt.Sprintf("task-%d\n", i), r.Stdout)
+		require.Equal(t, 1, r.Attempt)
+	}
+
+	// Replay the finished batch: a new attempt, results kept apart.
+	out, stderr, code = e.run(t, "replay", "kb")
+	require.Equal(t, 0, code, stderr)
+	require.Contains(t, out+stderr, "2")
+	out, stderr, code = e.run(t, "results", "kb", "--attempt", "2")
+	require.Equal(t, 0, code, stderr)
+	again := parseResults(t, out)
+	require.Len(t, again, n)
+	for _, r := range again {
+		require.Equal(t, 2, r.Attempt)
+		require.Equal(t, messages.StatusOK, r.Status)
+	}
+	require.EqualValues(t, n, e.resultCount(t, "kb", 1), "attempt 1 untouched")
+	require.EqualValues(t, n, e.resultCount(t, "kb", 2))
+}
+
+func TestE2ECancelRunningAndQueuedThenReplayRuns(t *testing.T) {
+	e := newE2E(t)
+	e.startWorker(t, 2)
+	// Each task blocks until the flag exists (the queue tests run without
+	// isolation, so it is visible), letting the replay finish at once.
+	flag := filepath.Join(t.TempDir(), "go")
+	file := writeBatch(t, 6, func(int) string { return fmt.Sprintf("test -e %s && exit 0; sleep 60", flag) })
+	out, stderr, code := e.run(t, "submit", file, "--batch", "cx")
+	require.Equal(t, 0, code, stderr)
+	require.Contains(t, out, "cx")
+	// Two running (held by the worker's two slots), four queued.
+	cons, err := e.b.JS.Consumer(context.Background(), messages.StreamTasks, messages.ConsumerName("default", "default"))
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		ci, err := cons.Info(context.Background())
+		return err == nil && ci.NumAckPending == 2
+	}, 30*time.Second, 10*time.Millisecond)
+
+	start := time.Now()
+	_, stderr, code = e.run(t, "cancel", "cx")
+	require.Equal(t, 0, code, stderr)
+	out, stderr, code = e.run(t, "results", "cx")
+	require.Equal(t, 0, code, stderr)
+	got := parseResults(t, out)
+	require.Len(t, got, 6)
+	for id, r := range got {
+		require.Equal(t, messages.StatusCancelled, r.Status, id)
+	}
+	require.Less(t, time.Since(start), 30*time.Second, "running sandboxes were killed, not waited for")
+
+	// A replay is a new attempt: the cancel does not apply to it.
+	require.NoError(t, os.WriteFile(flag, nil, 0o644))
+	_, stderr, code = e.run(t, "replay", "cx")
+	require.Equal(t, 0, code, stderr)
+	out, stderr, code = e.run(t, "results", "cx", "--attempt", "2")
+	require.Equal(t, 0, code, stderr)
+	replayed := parseResults(t, out)
+	require.Len(t, replayed, 6)
+	for id, r := range replayed {
+		require.Equal(t, messages.StatusOK, r.Status, id)
+	}
+}
+
+func TestE2EExecStreamsAndReturnsExitCode(t *testing.T) {
+	e := newE2E(t)
+	e.startWorker(t, 1)
+	out, stderr, code := e.run(t, "exec", "--", "sh", "-c", "echo out; echo err >&2; exit 5")
+	require.Equal(t, 5, code, stderr)
+	require.Equal(t, "out\n", out)
+	require.Contains(t, stderr, "err\n")
+}

@@ -1,0 +1,100 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/warrenhq/warren/sandbox"
+	"golang.org/x/sys/unix"
+)
+
+// sandboxCmd groups the by-hand sandbox commands.
+type sandboxCmd struct {
+	Run sandboxRunCmd `cmd:"" help:"Run one command in a sandbox, like bwrap: stdio passed through, exits with the command's status (125 when the sandbox could not be set up)."`
+}
+
+// exitSetupFailed is the exit status when the sandbox could not be set up
+// and the command never ran (exitInfra, as in exec); a command's own
+// statuses are passed through, a wall timeout is exitTimedOut.
+const exitSetupFailed = exitInfra
+
+type sandboxRunCmd struct {
+	Isolation string        `help:"Isolation mode: auto, namespace or landlock." enum:"auto,namespace,landlock" default:"auto"`
+	RO        []string      `name:"ro" help:"Host path visible read-only at the same path (repeatable)." placeholder:"PATH"`
+	RW        string        `name:"rw" help:"Host directory used as the writable scratch directory and working directory (default: a fresh one, removed afterwards)." placeholder:"PATH"`
+	Timeout   time.Duration `help:"Wall-time limit; the whole process tree is killed when it passes." default:"5m"`
+	Memory    string        `help:"Memory limit, e.g. 512M or 2G (address space and, where available, cgroup)." placeholder:"SIZE"`
+	Network   string        `help:"Network: none (no interfaces) or loopback (a private lo)." enum:"none,loopback" default:"none"`
+	Cmd       []string      `arg:"" passthrough:"partial" help:"Command and arguments; put -- before them when they start with a dash."`
+}
+
+func (c *sandboxRunCmd) Run(g *globals) error {
+	argv := c.Cmd
+	if len(argv) > 0 && argv[0] == "--" {
+		argv = argv[1:]
+	}
+	if len(argv) == 0 {
+		return errors.New("sandbox run: no command given (warren sandbox run [flags] -- CMD ARGS...)")
+	}
+	var mem int64
+	if c.Memory != "" {
+		m, err := parseSize(c.Memory)
+		if err != nil {
+			return fmt.Errorf("--memory: %w", err)
+		}
+		mem = m
+	}
+	r, err := sandbox.New(sandbox.Config{Isolation: sandbox.Isolation(c.Isolation), Logger: g.Log})
+	if err != nil {
+		return err
+	}
+	res, err := r.Run(g.Ctx, sandbox.Spec{
+		Argv:     argv,
+		Stdin:    g.IO.In,
+		Stdout:   g.IO.Out,
+		Stderr:   g.IO.Err,
+		ReadOnly: c.RO,
+		Scratch:  c.RW,
+		Network:  sandbox.Network(c.Network),
+		Limits:   sandbox.Limits{Wall: c.Timeout, Memory: mem},
+	})
+	if err != nil {
+		fmt.Fprintf(g.IO.Err, "warren sandbox: %v\n", err)
+		return &exitCodeError{Code: exitSetupFailed}
+	}
+	g.Log.Debug().Str("in_force", res.InForce).Str("resource_limits", res.ResourceLimits).
+		Dur("wall", res.Wall).Int64("peak_memory", res.PeakMemory).Msg("sandbox run ended")
+	switch {
+	case res.TimedOut:
+		fmt.Fprintf(g.IO.Err, "warren sandbox: timed out after %s\n", c.Timeout)
+		return &exitCodeError{Code: exitTimedOut}
+	case res.Signal != "":
+		// As a shell reports it: 128 + signal number.
+		return &exitCodeError{Code: 128 + int(unix.SignalNum(res.Signal))}
+	case res.ExitCode != 0:
+		return &exitCodeError{Code: res.ExitCode}
+	}
+	return nil
+}
+
+// parseSize reads a byte size: a number with an optional binary suffix
+// K, M, G or T (KiB, MB... accepted alike; 1K = 1024).
+func parseSize(s string) (int64, error) {
+	t := strings.ToUpper(strings.TrimSpace(s))
+	t = strings.TrimSuffix(strings.TrimSuffix(t, "B"), "I")
+	mult := int64(1)
+	if n := len(t); n > 0 {
+		if i := strings.IndexByte("KMGT", t[n-1]); i >= 0 {
+			mult = 1 << (10 * (i + 1))
+			t = t[:n-1]
+		}
+	}
+	v, err := strconv.ParseFloat(t, 64)
+	if err != nil || v <= 0 || v*float64(mult) > float64(1<<62) {
+		return 0, fmt.Errorf("%q is not a size like 512M or 2G", s)
+	}
+	return int64(v * float64(mult)), nil
+}

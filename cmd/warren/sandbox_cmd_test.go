@@ -1,0 +1,112 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/alecthomas/kong"
+	"github.com/rs/zerolog"
+	"github.com/stretchr/testify/require"
+	"github.com/warrenhq/warren/sandbox/sandboxtest"
+)
+
+// runSandboxCLI parses args against the sandbox and doctor commands alone,
+// so these tests do not depend on the rest of the command tree.
+func runSandboxCLI(t *testing.T, stdin string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	var c struct {
+		globals
+		Sandbox sandboxCmd `cmd:""`
+		Doctor  doctorCmd  `cmd:""`
+	}
+	var out, errb bytes.Buffer
+	p, err := kong.New(&c, kong.Name("warren"), kong.Writers(&out, &errb), kong.Vars{"default_data_dir": t.TempDir()})
+	require.NoError(t, err)
+	kctx, err := p.Parse(args)
+	require.NoError(t, err)
+	c.Ctx, c.HardCtx = context.Background(), context.Background()
+	c.IO = stdio{In: strings.NewReader(stdin), Out: &out, Err: &errb}
+	c.Log = zerolog.Nop()
+	err = kctx.Run(&c.globals)
+	var ec *exitCodeError
+	switch {
+	case err == nil:
+	case errors.As(err, &ec):
+		code = ec.Code
+	default:
+		t.Fatalf("unexpected error: %v", err)
+	}
+	return out.String(), errb.String(), code
+}
+
+func TestSandboxRunPassesStdioAndExitStatus(t *testing.T) {
+	sandboxtest.RequireUserNS(t)
+	out, _, code := runSandboxCLI(t, "in\n", "sandbox", "run", "--isolation", "namespace", "--", "/bin/sh", "-c", "cat; echo $HOME >/dev/null; exit 3")
+	require.Equal(t, "in\n", out)
+	require.Equal(t, 3, code)
+
+	out, _, code = runSandboxCLI(t, "", "sandbox", "run", "--", "/bin/sh", "-c", "test ! -e /root && echo isolated")
+	require.Equal(t, "isolated\n", out)
+	require.Equal(t, 0, code)
+}
+
+func TestSandboxRunROAndRW(t *testing.T) {
+	sandboxtest.RequireUserNS(t)
+	rw := mkHostDir(t)
+	ro := mkHostDir(t)
+	require.NoError(t, os.WriteFile(filepath.Join(ro, "in.txt"), []byte("tool"), 0o644))
+	_, errs, code := runSandboxCLI(t, "", "sandbox", "run", "--ro", ro, "--rw", rw, "--memory", "512M", "--timeout", "20s", "--",
+		"/bin/sh", "-c", "cp "+ro+"/in.txt ./out.txt && ! touch "+ro+"/x 2>/dev/null")
+	require.Equal(t, 0, code, errs)
+	b, err := os.ReadFile(filepath.Join(rw, "out.txt"))
+	require.NoError(t, err)
+	require.Equal(t, "tool", string(b))
+}
+
+func TestSandboxRunSetupFailureAndTimeoutHaveTheirOwnStatus(t *testing.T) {
+	sandboxtest.RequireUserNS(t)
+	_, errs, code := runSandboxCLI(t, "", "sandbox", "run", "--ro", "/nonexistent/x", "--", "/bin/true")
+	require.Equal(t, exitSetupFailed, code)
+	require.Contains(t, errs, "sandbox setup failed at resolve read-only path")
+
+	_, errs, code = runSandboxCLI(t, "", "sandbox", "run", "--timeout", "200ms", "--", "/bin/sleep", "30")
+	require.Equal(t, exitTimedOut, code)
+	require.Contains(t, errs, "timed out")
+
+	_, _, code = runSandboxCLI(t, "", "sandbox", "run", "--", "/bin/sh", "-c", "kill -KILL $$")
+	require.Equal(t, 0, code, "pid 1 cannot be killed from inside: the KILL is ignored")
+}
+
+func TestDoctorReportsNamespaceMode(t *testing.T) {
+	sandboxtest.RequireUserNS(t)
+	out, _, code := runSandboxCLI(t, "", "doctor")
+	require.Equal(t, 0, code, out)
+	require.Contains(t, out, "usable isolation modes: namespace")
+}
+
+func TestParseSize(t *testing.T) {
+	for in, want := range map[string]int64{"512M": 512 << 20, "2G": 2 << 30, "100k": 100 << 10, "1.5GiB": 3 << 29, "4096": 4096, "64MB": 64 << 20} {
+		got, err := parseSize(in)
+		require.NoError(t, err, in)
+		require.Equal(t, want, got, in)
+	}
+	for _, bad := range []string{"", "M", "-1G", "12Q", "lots"} {
+		_, err := parseSize(bad)
+		require.Error(t, err, bad)
+	}
+}
+
+// mkHostDir is a directory a root worker's sandbox uid can reach.
+func mkHostDir(t *testing.T) string {
+	t.Helper()
+	d, err := os.MkdirTemp("", "warren-cli-test-")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = os.RemoveAll(d) })
+	require.NoError(t, os.Chmod(d, 0o755))
+	return d
+}

@@ -1,0 +1,47 @@
+// Package files reads and writes a sandbox's home on behalf of the worker
+// (a task's files, later the files routes of stateful sandboxes) without
+// letting the sandbox's own contents redirect it.
+//
+// # Model
+//
+// A Home is an open directory descriptor of the sandbox's home plus the
+// sandbox's uid. Every path is first normalized lexically (Normalize): it is
+// rooted at the home, a leading "/" and "." components are dropped and ".."
+// pops a component but never leaves the home, so "/../../etc/passwd" names
+// "etc/passwd" inside the home. The normalized path is then walked from the
+// home descriptor, one directory at a time, never by string: with openat2
+// and RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS|RESOLVE_NO_MAGICLINKS|RESOLVE_NO_XDEV
+// where the kernel has it (5.6+), else component by component with
+// O_NOFOLLOW. Operations then act on descriptors (fstat, fchown, ftruncate,
+// unlinkat relative to the parent), so a component swapped for a symlink
+// during a call is refused, not followed.
+//
+// # What is refused
+//
+//   - a symlink at any component, final or intermediate (ErrSymlink); Stat
+//     and List report a symlink as one, Delete removes the link itself;
+//   - a FIFO, socket or device where a file is read or written
+//     (ErrNotRegular); they are opened, if at all, with O_NONBLOCK after a
+//     type check, and refused on fstat, so a FIFO never blocks the worker;
+//   - a regular file with more than one link for Read and Write
+//     (ErrHardLink): a hard link planted in the home could otherwise make a
+//     root worker read or write a file outside it;
+//   - deleting the home itself (ErrIsHome); a path with a NUL byte
+//     (ErrInvalidPath).
+//
+// New files are 0600 and new directories 0700 unless asked otherwise, and
+// both are chowned to the sandbox uid when the Home has one.
+//
+// # Failure handling
+//
+// Errors are typed: errors.Is works with the sentinels above and with
+// fs.ErrNotExist, fs.ErrExist, ErrIsDir and ErrNotDir. A failed call leaves
+// nothing half-created except, for Write, the bytes written before the
+// failure. Calls check ctx between components and between chunks.
+//
+// # Limits
+//
+// Hard links are detected, not prevented. A home on a filesystem without
+// openat2 support falls back to the O_NOFOLLOW walk, which is equally
+// strict but slower.
+package files

@@ -1,0 +1,85 @@
+package sandbox
+
+import (
+	"context"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// benchAlternate runs a and b alternately b.N times each (so both see the
+// same machine state) and reports their mean times and b's ratio to a.
+func benchAlternate(b *testing.B, nameA, nameB string, a, bb func() error) {
+	b.Helper()
+	var ta, tb time.Duration
+	for b.Loop() {
+		s := time.Now()
+		require.NoError(b, a())
+		m := time.Now()
+		require.NoError(b, bb())
+		tb += time.Since(m)
+		ta += m.Sub(s)
+	}
+	n := float64(b.N)
+	b.ReportMetric(float64(ta.Microseconds())/n, nameA+"-us/op")
+	b.ReportMetric(float64(tb.Microseconds())/n, nameB+"-us/op")
+	b.ReportMetric(float64(tb)/float64(ta), nameB+"/"+nameA)
+}
+
+func benchRunner(b *testing.B, minABI int) *Runner {
+	b.Helper()
+	r, err := New(Config{ScratchRoot: b.TempDir(), LandlockMinABI: minABI})
+	require.NoError(b, err)
+	return r
+}
+
+// BenchmarkLandlockStart: start + exit of /bin/true in the Landlock mode
+// (home, uid, init re-exec, Landlock, seccomp, teardown) against a plain
+// fork/exec, in one run. Goal: ratio landlock/plain < 2.
+func BenchmarkLandlockStart(b *testing.B) {
+	if landlockABI().require(landlockMinABIDefault) != nil {
+		b.Skip("Landlock ABI below the default floor")
+	}
+	r := benchRunner(b, 0)
+	spec := Spec{Argv: []string{"/bin/true"}, Limits: DefaultLimits}
+	ctx := context.Background()
+	benchAlternate(b, "plain", "landlock",
+		func() error { return exec.Command("/bin/true").Run() },
+		func() error {
+			res, err := r.runLandlock(ctx, spec)
+			if err == nil && res.ExitCode != 0 {
+				b.Fatalf("exit %d", res.ExitCode)
+			}
+			return err
+		})
+}
+
+// BenchmarkLayeredStart: the namespace mode with the Landlock layer against
+// the namespace mode alone (the layer turned off by a floor above the
+// host's ABI). Goal: ratio layered/namespace < 1.10.
+func BenchmarkLayeredStart(b *testing.B) {
+	if landlockABI().require(landlockMinABIDefault) != nil {
+		b.Skip("Landlock ABI below the default floor")
+	}
+	layered := benchRunner(b, 0)
+	nsOnly := benchRunner(b, len(landlockABIFeatures)-1)
+	spec := Spec{Argv: []string{"/bin/true"}, Limits: DefaultLimits}
+	ctx := context.Background()
+	res, err := layered.runNamespace(ctx, spec)
+	if err != nil {
+		b.Skipf("namespace mode unavailable: %v", err)
+	}
+	if !strings.Contains(res.InForce, "landlock") {
+		b.Skipf("the namespace mode does not apply the Landlock layer yet (InForce %q)", res.InForce)
+	}
+	run := func(r *Runner) func() error {
+		return func() error {
+			_, err := r.runNamespace(ctx, spec)
+			return err
+		}
+	}
+	benchAlternate(b, "namespace", "layered", run(nsOnly), run(layered))
+}

@@ -1,0 +1,54 @@
+// Package verify decides verify tasks: it checks a machine-written proof
+// against an expected statement with a profile's trusted checker and
+// returns a [messages.Verdict]. The proofs come from a model rewarded for
+// being accepted, so every design choice here is about never accepting a
+// proof that does not prove the statement.
+//
+// # Model
+//
+// A worker loads [Profiles] from a file ([LoadProfiles]) and calls
+// [Checker.Check] with its sandbox's Run as the [RunFunc]. Every step that
+// touches the proof runs through that RunFunc, in a sandbox that sees the
+// profile's toolchain read-only. A verdict means the check was decided
+// (accepted, or rejected with a fixed reason); an error means it could not
+// be done: *[InfraError] (retry elsewhere), *[StatementError] (the task's
+// own statement or header is broken: report the task invalid), or the
+// context's error.
+//
+// # Coq
+//
+// Three sandboxed steps, in fresh directories: coqc compiles the proof as
+// <Library>_<nonce>.Proof (untrusted); coqc compiles a generated file that
+// elaborates the statement before Requiring the proof, re-enables the
+// kernel checks and defines check : expected := @Proof.theorem, with the
+// Print Assumptions of check redirected to a nonce-named file (trusted);
+// coqchk re-checks both .vo files with its own kernel and prints the
+// context's axioms and unsafe declarations with fully qualified names
+// (trusted). The verdict is read only from those trusted artifacts, never
+// from the proof's output. docs/verify.md lists each attack and why it
+// fails; testdata/verify/coq holds them and TestCoqCorpus runs them.
+//
+// # Lean
+//
+// lean-file runs `lake env lean` on the proof, then a separate lean
+// process with a generated check file and `#print axioms`. lean-repl keeps
+// a [ReplPool] of warm sandboxed REPL processes (header imported once per
+// process, one request in flight per process, recycled after MaxRequests,
+// killed and respawned on timeout or protocol anomaly, pre-warmed by
+// [Checker.Start]). Lean elaborators run proof code in the checking process,
+// so the Lean verdicts are weaker than Coq's; docs/verify.md says how.
+//
+// # Limits
+//
+// Each step has the profile's wall, CPU, memory, process and file-size
+// limits, applied by the sandbox and again by prlimit inside it (Coq). A
+// step that passes its wall limit is a timeout; one that dies of memory is
+// out_of_memory; any other signal is a crash; a sandbox that cannot be set
+// up is sandbox_error. The reason of a rejection may be chosen by the
+// proof (it can print "out of memory"), acceptance cannot.
+//
+// # Batches
+//
+// [LoadBatch] turns a JSONL file or a batch directory into tasks for
+// `warren verify`.
+package verify
