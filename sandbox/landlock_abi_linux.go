@@ -30,11 +30,17 @@ func landlockABI() landlockABIInfo {
 	if err != nil {
 		return landlockABIInfo{Err: fmt.Errorf("landlock is not supported by the kernel or not enabled at boot (lsm=): %w", err)}
 	}
-	info := landlockABIInfo{Kernel: v, Effective: v}
-	if e, err := ll.LandlockGetErrata(); err == nil {
-		info.Errata = e
+	errata, err := ll.LandlockGetErrata()
+	if err != nil {
+		errata = 0 // pretend none is fixed
 	}
-	if v >= 6 && info.Errata&landlockErratumSignalScope == 0 {
+	return landlockABIFrom(v, errata)
+}
+
+// landlockABIFrom derives the effective ABI from what the kernel reports.
+func landlockABIFrom(v, errata int) landlockABIInfo {
+	info := landlockABIInfo{Kernel: v, Effective: v, Errata: errata}
+	if v >= 6 && errata&landlockErratumSignalScope == 0 {
 		info.Effective = 5
 	}
 	return info

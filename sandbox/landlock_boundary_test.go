@@ -83,6 +83,9 @@ func TestLandlockBoundaries(t *testing.T) {
 		network Network
 		probe   []string
 		root    bool // the control needs root
+		// landlockOnly drops the seccomp filter: the Landlock layer alone
+		// must hold (the filter also blocks these).
+		landlockOnly bool
 	}{
 		{name: "read /etc/shadow", probe: []string{"read", "/etc/shadow"}, root: true},
 		{name: "read a world-readable file in an unlisted dir", probe: []string{"read", host.secret}},
@@ -92,7 +95,12 @@ func TestLandlockBoundaries(t *testing.T) {
 		{name: "write /dev/shm", probe: []string{"write", fmt.Sprintf("/dev/shm/warren-ll-%d", os.Getpid())}},
 		{name: "write a host-writable file outside the home", probe: []string{"write", host.writable}},
 		{name: "mkdir outside the home", probe: []string{"mkdir", filepath.Join(host.writableDir, "d")}},
+		{name: "open /etc/passwd for writing (on the read allow-list)", probe: []string{"openw", "/etc/passwd"}, root: true},
+		{name: "write /proc/self/comm (proc is read-only)", probe: []string{"openw", "/proc/self/comm"}},
+		{name: "truncate a host-writable file outside the home", probe: []string{"truncate", host.writable}},
 		{name: "tcp bind", probe: []string{"tcp-bind"}},
+		{name: "tcp bind (landlock alone)", probe: []string{"tcp-bind"}, landlockOnly: true},
+		{name: "tcp connect with network none (landlock alone)", probe: []string{"tcp-connect", host.tcpAddr}, landlockOnly: true},
 		{name: "tcp bind with network loopback", network: NetworkLoopback, probe: []string{"tcp-bind"}},
 		{name: "tcp connect with network none", probe: []string{"tcp-connect", host.tcpAddr}},
 		{name: "udp send with network none", probe: []string{"udp-send", host.udpAddr}},
@@ -109,7 +117,11 @@ func TestLandlockBoundaries(t *testing.T) {
 			probe := append([]string{"probe"}, tt.probe...)
 			code, out := sb.run(t, nil, probe...)
 			require.Equal(t, 0, code, "control (no sandbox) must succeed: %s", out)
-			code, out = sb.run(t, sb.policy(t, cmpNetwork(tt.network)), probe...)
+			p := sb.policy(t, cmpNetwork(tt.network))
+			if tt.landlockOnly {
+				p.Seccomp = nil
+			}
+			code, out = sb.run(t, p, probe...)
 			require.Equal(t, llExitDenied, code, "must be denied inside: %s", out)
 		})
 	}
@@ -293,6 +305,26 @@ func TestLandlockABIRequire(t *testing.T) {
 			}
 			require.ErrorIs(t, err, ErrUnavailable)
 			require.Contains(t, err.Error(), "LandlockMinABI")
+		})
+	}
+}
+
+func TestLandlockABIErrata(t *testing.T) {
+	tests := []struct {
+		name          string
+		v, errata     int
+		wantEffective int
+	}{
+		{"ABI 7 with the signal fix", 7, 0b111, 7},
+		{"ABI 6 without the signal fix", 6, 0b001, 5},
+		{"ABI 7 without the signal fix", 7, 0, 5},
+		{"ABI 5 needs no fix", 5, 0, 5},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := landlockABIFrom(tt.v, tt.errata)
+			require.Equal(t, tt.wantEffective, got.Effective)
+			require.Equal(t, tt.v, got.Kernel)
 		})
 	}
 }

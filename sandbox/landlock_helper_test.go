@@ -83,6 +83,15 @@ var llProbes = map[string]func(args []string) error{
 	"list":     func(a []string) error { _, err := os.ReadDir(a[0]); return err },
 	"readlink": func(a []string) error { _, err := os.Readlink(a[0]); return err },
 	"mkdir":    func(a []string) error { return os.Mkdir(a[0], 0o700) },
+	"truncate": func(a []string) error { return os.Truncate(a[0], 0) },
+	// openw opens for writing without changing anything (safe on /etc/passwd).
+	"openw": func(a []string) error {
+		f, err := os.OpenFile(a[0], os.O_WRONLY, 0)
+		if err == nil {
+			f.Close()
+		}
+		return err
+	},
 	"exec": func(a []string) error {
 		return exec.Command(a[0], a[1:]...).Run()
 	},

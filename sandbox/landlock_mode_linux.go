@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -112,9 +115,14 @@ func (r *Runner) runLandlock(ctx context.Context, spec Spec) (res *Result, err e
 // they are dead and only wait for a parent to reap them.
 func (r *Runner) landlockTeardown(home nsScratch, uid uint32, cg *runCgroup) error {
 	var errs []error
+	// A clean sweep leaves no process of uid, and nothing can start one
+	// but the worker: the teardown check need not scan /proc again.
+	swept := false
 	if r.ns.pool != nil {
 		if err := landlockSweepUID(uid); err != nil {
 			errs = append(errs, err)
+		} else {
+			swept = true
 		}
 	}
 	if home.path != "" {
@@ -124,8 +132,8 @@ func (r *Runner) landlockTeardown(home nsScratch, uid uint32, cg *runCgroup) err
 	}
 	if r.ns.pool != nil {
 		errs = append(errs, r.ns.pool.release(uid, func(uid uint32) error {
-			if pids, err := livePIDsOfUID(uid); err != nil || len(pids) > 0 {
-				return errors.Join(err, fmt.Errorf("processes of uid %d still alive: %v", uid, pids))
+			if !swept {
+				return fmt.Errorf("processes of uid %d survived the sweep", uid)
 			}
 			if home.owned {
 				if _, err := os.Lstat(home.path); !errors.Is(err, os.ErrNotExist) {
@@ -160,35 +168,27 @@ func splitPath(env []string) ([]string, string) {
 // quarantined by the pool's teardown check.
 const landlockSweepTimeout = time.Second
 
-// landlockSweepUID SIGKILLs every process running as uid (setsid escapees
-// included) until none is left or the timeout passes. Only meaningful for
-// a dedicated pool uid: never call it with the worker's own uid.
+// landlockSweepUID SIGKILLs every live process running as uid (setsid
+// escapees included) until none is left or the timeout passes; zombies are
+// dead already and only wait for their parent. Only meaningful for a
+// dedicated pool uid: never call it with the worker's own uid.
 func landlockSweepUID(uid uint32) error {
 	if uid == uint32(os.Getuid()) {
 		return errors.New("refusing to sweep the worker's own uid")
 	}
 	deadline := time.Now().Add(landlockSweepTimeout)
 	for backoff := time.Millisecond; ; backoff = min(2*backoff, 50*time.Millisecond) {
-		all, err := processesOfUID(uid)
+		live, zombies, err := uidProcesses(uid)
 		if err != nil {
 			return err
 		}
-		live, err := livePIDsOfUID(uid)
-		if err != nil {
-			return err
-		}
-		if len(all) == 0 {
+		if len(live) == 0 && (len(zombies) == 0 || time.Now().After(deadline)) {
 			return nil
 		}
 		for _, pid := range live {
 			_ = unix.Kill(pid, unix.SIGKILL)
 		}
 		if time.Now().After(deadline) {
-			if len(live) == 0 {
-				// Only zombies: dead, waiting for a parent that does not
-				// reap (the teardown check decides).
-				return nil
-			}
 			return fmt.Errorf("processes of uid %d survive the sweep: %v", uid, live)
 		}
 		// A killed process takes a moment to die and be reaped.
@@ -196,24 +196,49 @@ func landlockSweepUID(uid uint32) error {
 	}
 }
 
-// livePIDsOfUID is processesOfUID without zombies (dead already; their
-// parent reaps them).
+// livePIDsOfUID lists the live (non-zombie) processes of uid.
 func livePIDsOfUID(uid uint32) ([]int, error) {
-	pids, err := processesOfUID(uid)
+	live, _, err := uidProcesses(uid)
+	return live, err
+}
+
+// uidProcesses scans /proc once for processes whose real, effective, saved
+// or fs uid is uid, split into live ones and zombies. It reads
+// /proc/<pid>/status, which a non-dumpable process cannot hide.
+func uidProcesses(uid uint32) (live, zombies []int, err error) {
+	ents, err := os.ReadDir("/proc")
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	live := pids[:0]
-	for _, pid := range pids {
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	want := strconv.FormatUint(uint64(uid), 10)
+	buf := make([]byte, 4096)
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
 		if err != nil {
 			continue
 		}
-		// State follows the parenthesised comm, which may contain spaces.
-		if i := strings.LastIndexByte(string(b), ')'); i > 0 && i+2 < len(b) && b[i+2] == 'Z' {
-			continue
+		f, err := os.Open("/proc/" + e.Name() + "/status")
+		if err != nil {
+			continue // exited meanwhile
 		}
-		live = append(live, pid)
+		n, _ := io.ReadFull(f, buf)
+		f.Close()
+		zombie, match := false, false
+		for line := range strings.SplitSeq(string(buf[:n]), "\n") {
+			if st, ok := strings.CutPrefix(line, "State:"); ok {
+				zombie = strings.HasPrefix(strings.TrimSpace(st), "Z")
+			}
+			if ids, ok := strings.CutPrefix(line, "Uid:"); ok {
+				match = slices.Contains(strings.Fields(ids), want)
+				break
+			}
+		}
+		switch {
+		case match && zombie:
+			zombies = append(zombies, pid)
+		case match:
+			live = append(live, pid)
+		}
 	}
-	return live, nil
+	return live, zombies, nil
 }

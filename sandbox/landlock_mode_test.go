@@ -83,7 +83,12 @@ func TestLandlockModeSweepsSetsidEscapee(t *testing.T) {
 		t.Skip("the uid sweep needs dedicated uids (root); an ordinary-user worker cannot tell its sandboxes' processes from its own (documented)")
 	}
 	// Control: the same escape outside a sandbox survives the group kill.
-	ctl := exec.Command("/bin/sh", "-c", "setsid sleep 600 >/dev/null 2>&1 </dev/null & echo $!")
+	// The shell waits until the daemon has left the group (it writes the
+	// marker after setsid), so the group kill cannot win the race.
+	const escape = `setsid sh -c 'echo $$ > "$HOME/esc"; exec sleep 600' </dev/null >/dev/null 2>&1 & while [ ! -s "$HOME/esc" ]; do :; done; `
+	ctlHome := llTempDir(t, 0o700)
+	ctl := exec.Command("/bin/sh", "-c", escape+`cat "$HOME/esc"`)
+	ctl.Env = []string{"HOME=" + ctlHome}
 	ctl.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	outb, err := ctl.Output()
 	require.NoError(t, err)
@@ -94,7 +99,9 @@ func TestLandlockModeSweepsSetsidEscapee(t *testing.T) {
 	require.NoError(t, syscall.Kill(pid, syscall.SIGKILL))
 
 	r := llRunner(t, 1_900_100_200)
-	res, out := llRunSpec(t, r, Spec{Argv: []string{"/bin/sh", "-c", "setsid sleep 600 >/dev/null 2>&1 < /dev/null & id -u"}})
+	// Without a cgroup to empty, the uid sweep alone must catch it.
+	r.ns.cgroups = cgroupSupport{}
+	res, out := llRunSpec(t, r, Spec{Argv: []string{"/bin/sh", "-c", escape + "id -u"}})
 	require.Equal(t, 0, res.ExitCode, out)
 	uid, err := strconv.Atoi(strings.TrimSpace(out))
 	require.NoError(t, err, out)

@@ -3,6 +3,7 @@ package sandbox
 import (
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -113,6 +114,11 @@ func setupNamespace(ns *nsConfig) error {
 	}
 	if err := mountFresh(root, "/proc", "proc", tmpfsFlags, ""); err != nil {
 		return fail("mount /proc", "/proc", err)
+	}
+	// No nested user namespaces: they would put the kernel's namespace
+	// code (a common source of privilege escalations) in reach again.
+	if err := os.WriteFile(fdPath(root)+"/proc/sys/user/max_user_namespaces", []byte("0"), 0); err != nil {
+		return fail("disable nested user namespaces", "/proc/sys/user/max_user_namespaces", err)
 	}
 	if err := unix.Sethostname([]byte(ns.Hostname)); err != nil {
 		return fail("sethostname", "", err)

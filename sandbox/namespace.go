@@ -37,7 +37,7 @@ const nsCloneFlags = unix.CLONE_NEWUSER | unix.CLONE_NEWNS | unix.CLONE_NEWPID |
 // initCaps are the capabilities (inside the new user namespace only) the
 // init keeps across its own exec, as ambient caps, to build the view. It
 // drops all of them before executing the task.
-var initCaps = []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_NET_ADMIN, unix.CAP_SETPCAP}
+var initCaps = []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_NET_ADMIN, unix.CAP_SETPCAP, unix.CAP_SYS_RESOURCE}
 
 // systemEtc are the /etc files a dynamically linked program needs.
 var systemEtc = []string{"ld.so.cache", "ld.so.conf", "nsswitch.conf", "passwd", "group", "localtime", "hosts"}
@@ -105,19 +105,7 @@ func (r *Runner) runNamespace(ctx context.Context, spec Spec) (res *Result, err 
 		Rlimits: limitsToRlimits(spec.Limits),
 		NS:      ns,
 	}
-	attr := &syscall.SysProcAttr{
-		Cloneflags:  nsCloneFlags,
-		UidMappings: []syscall.SysProcIDMap{{ContainerID: int(uid), HostID: int(uid), Size: 1}},
-		GidMappings: []syscall.SysProcIDMap{{ContainerID: int(gid), HostID: int(gid), Size: 1}},
-		AmbientCaps: initCaps,
-		Pdeathsig:   syscall.SIGKILL,
-	}
-	if r.ns.pool != nil {
-		// Root: switch to the dedicated id inside the new namespace, with
-		// no supplementary groups (root's would keep host group access).
-		attr.GidMappingsEnableSetgroups = true
-		attr.Credential = &syscall.Credential{Uid: uid, Gid: gid, Groups: []uint32{}}
-	}
+	attr := nsAttr(uid, gid, r.ns.pool != nil)
 	res, err = r.launchInit(ctx, initLaunch{cfg: cfg, attr: attr, cgroup: cg, spec: spec})
 	if err != nil {
 		var se *SetupError
@@ -130,6 +118,24 @@ func (r *Runner) runNamespace(ctx context.Context, spec Spec) (res *Result, err 
 	res.InForce = "namespace"
 	res.ResourceLimits = r.ns.cgroups.String()
 	return res, nil
+}
+
+// nsAttr clones the init into new namespaces with uid/gid mapped 1:1. A
+// root worker (dedicated) also switches to them, with no supplementary
+// groups (root's would keep host group access).
+func nsAttr(uid, gid uint32, dedicated bool) *syscall.SysProcAttr {
+	attr := &syscall.SysProcAttr{
+		Cloneflags:  nsCloneFlags,
+		UidMappings: []syscall.SysProcIDMap{{ContainerID: int(uid), HostID: int(uid), Size: 1}},
+		GidMappings: []syscall.SysProcIDMap{{ContainerID: int(gid), HostID: int(gid), Size: 1}},
+		AmbientCaps: initCaps,
+		Pdeathsig:   syscall.SIGKILL,
+	}
+	if dedicated {
+		attr.GidMappingsEnableSetgroups = true
+		attr.Credential = &syscall.Credential{Uid: uid, Gid: gid, Groups: []uint32{}}
+	}
+	return attr
 }
 
 func validateNSSpec(spec Spec) error {
@@ -242,14 +248,16 @@ func (r *Runner) releaseUID(uid uint32, scratch string, cg *runCgroup) error {
 		return nil
 	}
 	return r.ns.pool.release(uid, func(uid uint32) error {
-		if cg != nil && !cg.empty() {
-			return errors.New("processes left in the run's cgroup")
-		}
-		pids, err := processesOfUID(uid)
-		if err != nil {
+		// Every process of the run is in its cgroup (it cannot leave: the
+		// cgroup fs is not in its view), so an empty cgroup proves they are
+		// gone; without one, scan /proc for the uid (slower).
+		if cg != nil {
+			if !cg.empty() {
+				return errors.New("processes left in the run's cgroup")
+			}
+		} else if pids, err := processesOfUID(uid); err != nil {
 			return err
-		}
-		if len(pids) > 0 {
+		} else if len(pids) > 0 {
 			return fmt.Errorf("processes of uid %d still alive: %v", uid, pids)
 		}
 		if scratch == "" {

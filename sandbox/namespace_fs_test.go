@@ -296,3 +296,26 @@ func TestOpenSourceRefusesSymlinks(t *testing.T) {
 	_, err = openSource(filepath.Join(dir, "link"))
 	require.ErrorIs(t, err, unix.ELOOP)
 }
+
+func TestNestedMountUnderAReadOnlyPathIsNotCarried(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to mount on the host; the root CI run covers it")
+	}
+	r := nsRunner(t)
+	tc := hostDir(t)
+	nested := filepath.Join(tc, "cache")
+	require.NoError(t, os.Mkdir(nested, 0o777))
+	require.NoError(t, unix.Mount("tmpfs", nested, "tmpfs", 0, "size=1m,mode=0777"))
+	t.Cleanup(func() { _ = unix.Unmount(nested, unix.MNT_DETACH) })
+	require.NoError(t, os.WriteFile(filepath.Join(nested, "f"), []byte("x"), 0o666), "control: writable on the host")
+
+	// A non-recursive bind over a locked child mount is refused by the
+	// kernel: setup fails closed instead of carrying a writable mount in.
+	_, err := r.Run(context.Background(), Spec{Argv: sh("echo pwned > " + nested + "/f"), ReadOnly: []string{tc}})
+	var se *SetupError
+	require.ErrorAs(t, err, &se)
+	require.Equal(t, "bind", se.Step)
+	b, err := os.ReadFile(filepath.Join(nested, "f"))
+	require.NoError(t, err)
+	require.Equal(t, "x", string(b))
+}

@@ -104,7 +104,7 @@ func TestWorkerSIGKILLTakesItsSandboxesDown(t *testing.T) {
 	cmd.Env = append(os.Environ(), helperEnv+"=hold",
 		"WARREN_SANDBOX_TEST_ROOT="+r.cfg.ScratchRoot,
 		"WARREN_SANDBOX_TEST_SCRIPT=(setsid sleep "+m+" &); exec sleep "+m)
-	var stderr bytes.Buffer
+	var stderr syncBuffer
 	cmd.Stderr = &stderr
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })

@@ -111,3 +111,18 @@ func TestRlimitsAreApplied(t *testing.T) {
 		Limits: Limits{OpenFiles: 77, Processes: 33, FileSize: 1 << 20, CPU: 9_500_000_000, Memory: 512 << 20}})
 	require.Equal(t, "[(77, 77), (33, 33), (1048576, 1048576), (10, 11), (536870912, 536870912), (0, 0)]\n", o.stdout)
 }
+
+func TestRunIsInItsOwnCgroup(t *testing.T) {
+	r := nsRunner(t)
+	r.nsInit()
+	if r.ns.cgroups.Version != 1 {
+		t.Skipf("no usable cgroup v1 here (%s): the rlimit fallback is covered by TestResourceLimitsAreReported", r.ns.cgroups)
+	}
+	probe := sh("grep -E ':(memory|pids):' /proc/self/cgroup")
+	_, out := runOut(t, probe...)
+	require.Contains(t, out, "pids:/", "control: the host child is in the worker's cgroup")
+	o := runIn(t, r, Spec{Argv: probe, Limits: Limits{Processes: 77}})
+	for _, l := range strings.Split(strings.TrimSpace(o.stdout), "\n") {
+		require.Regexp(t, `:(memory|pids):/run-[0-9]+-[0-9]+$`, l, "relative to the worker's cgroup (the cgroup namespace root)")
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -133,27 +134,21 @@ print("markers", glob.glob("/tmp/**/a-marker", recursive=True))
 	require.Contains(t, o.stdout, "markers []")
 }
 
+// syncBuffer is a bytes.Buffer safe for a writer and a concurrent reader.
 type syncBuffer struct {
-	mu chan struct{}
+	mu sync.Mutex
 	b  bytes.Buffer
 }
 
-func (s *syncBuffer) lock() {
-	if s.mu == nil {
-		s.mu = make(chan struct{}, 1)
-	}
-	s.mu <- struct{}{}
-}
-
 func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.lock()
-	defer func() { <-s.mu }()
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	return s.b.Write(p)
 }
 
 func (s *syncBuffer) String() string {
-	s.lock()
-	defer func() { <-s.mu }()
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	return s.b.String()
 }
 
@@ -239,4 +234,14 @@ func TestRunAsRootUsesPoolUIDAndUnprivilegedMapsOwnUID(t *testing.T) {
 		require.Equal(t, strconv.Itoa(os.Getgid()), f[1])
 	}
 	require.Equal(t, f[0], f[2], "scratch belongs to the sandbox uid")
+}
+
+func TestNestedUserNamespacesAreRefused(t *testing.T) {
+	r := nsRunner(t)
+	probe := sh("unshare --user --map-current-user true && echo nested-ok")
+	_, out := runOut(t, probe...)
+	require.Contains(t, out, "nested-ok", "control: the worker's user may create user namespaces")
+	o := runIn(t, r, Spec{Argv: probe})
+	require.NotContains(t, o.stdout, "nested-ok")
+	require.Contains(t, o.stderr, "No space left on device", "max_user_namespaces is 0 inside")
 }

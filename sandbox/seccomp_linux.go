@@ -79,6 +79,20 @@ func (s *seccompPolicy) filter() seccomp.Policy {
 // would bypass the socket rule) fall through to the default allow, so the
 // guard kills it first.
 func (s *seccompPolicy) program() ([]bpf.RawInstruction, error) {
+	insts, err := s.instructions()
+	if err != nil {
+		return nil, err
+	}
+	raw, err := bpf.Assemble(insts)
+	if err != nil {
+		return nil, fmt.Errorf("seccomp assemble: %w", err)
+	}
+	return raw, nil
+}
+
+// instructions is the guarded program before assembly (tests run it in a
+// BPF interpreter).
+func (s *seccompPolicy) instructions() ([]bpf.Instruction, error) {
 	info, err := arch.GetInfo("")
 	if err != nil {
 		return nil, fmt.Errorf("seccomp: %w", err)
@@ -93,11 +107,7 @@ func (s *seccompPolicy) program() ([]bpf.RawInstruction, error) {
 		bpf.JumpIf{Cond: bpf.JumpEqual, Val: uint32(info.ID), SkipTrue: 1},
 		bpf.RetConstant{Val: uint32(seccomp.ActionKillProcess)},
 	}
-	raw, err := bpf.Assemble(append(guard, insts...))
-	if err != nil {
-		return nil, fmt.Errorf("seccomp assemble: %w", err)
-	}
-	return raw, nil
+	return append(guard, insts...), nil
 }
 
 // load installs the filter on the calling thread (which must have

@@ -19,6 +19,7 @@ import (
 const helperWorkerEnv = "WARREN_TEST_WORKER_URL"
 
 func TestMain(m *testing.M) {
+	sandbox.MaybeInit() // sandboxes re-exec this binary as their init
 	if url := os.Getenv(helperWorkerEnv); url != "" {
 		os.Exit(runHelperWorker(url))
 	}

@@ -40,7 +40,13 @@ func (e *e2e) cmd(ctx context.Context, args ...string) *exec.Cmd {
 // run runs warren to completion and returns stdout, stderr and exit code.
 func (e *e2e) run(t *testing.T, args ...string) (string, string, int) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	return e.runFor(t, 2*time.Minute, args...)
+}
+
+// runFor is run with a deadline other than two minutes.
+func (e *e2e) runFor(t *testing.T, limit time.Duration, args ...string) (string, string, int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
 	c := e.cmd(ctx, args...)
 	var out, errb bytes.Buffer

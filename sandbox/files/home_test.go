@@ -242,9 +242,26 @@ func TestSwapRace(t *testing.T) {
 		require.NoError(t, os.WriteFile(filepath.Join(real, "secret"), []byte("inside"), 0o600))
 		require.NoError(t, os.WriteFile(filepath.Join(real, "victim"), []byte("inside"), 0o600))
 
+		fsw := filepath.Join(f.home, "fsw")
+		// A singly linked outside file: the hard-link check must not be
+		// what stops a followed symlink here.
+		other := filepath.Join(f.outside, "other")
+		require.NoError(t, os.WriteFile(other, []byte("s3cret"), 0o600))
 		var stop atomic.Bool
 		var wg sync.WaitGroup
-		wg.Add(1)
+		wg.Add(2)
+		go func() {
+			// fsw alternates between a regular file and a symlink out.
+			defer wg.Done()
+			for !stop.Load() {
+				_ = os.WriteFile(fsw+".tmp", []byte("inside"), 0o600)
+				_ = os.Rename(fsw+".tmp", fsw)
+				_ = os.Symlink(other, fsw+".lnk")
+				_ = os.Rename(fsw+".lnk", fsw)
+				_ = unix.Mkfifo(fsw+".fifo", 0o600)
+				_ = os.Rename(fsw+".fifo", fsw)
+			}
+		}()
 		go func() {
 			defer wg.Done()
 			// sw alternates between a real directory and a symlink out.
@@ -269,6 +286,11 @@ func TestSwapRace(t *testing.T) {
 				}
 			}
 			_, _ = f.h.Write(ctx, "sw/victim", []byte("pwned"), WriteOptions{})
+			// Only ever "inside" or our own "pwned" may come back.
+			if b, err := f.h.Read(ctx, "fsw", 0, -1); err == nil && string(b) != "inside" && string(b) != "pwned" {
+				leaks++
+			}
+			_, _ = f.h.Write(ctx, "fsw", []byte("pwned"), WriteOptions{})
 		}
 		stop.Store(true)
 		wg.Wait()
@@ -277,6 +299,53 @@ func TestSwapRace(t *testing.T) {
 		b, err := os.ReadFile(f.victim)
 		require.NoError(t, err)
 		require.Equal(t, "intact", string(b), "a write went through the swapped symlink")
+		b, err = os.ReadFile(other)
+		require.NoError(t, err)
+		require.Equal(t, "s3cret", string(b), "a write went through the swapped final symlink")
 		t.Logf("%d of 3000 reads landed inside the real directory; %d plain reads leaked", reads, controlLeaks)
 	})
+}
+
+// TestSwapAfterCheck swaps the final component right after the type check,
+// deterministically: the open and the fstat after it must still refuse.
+func TestSwapAfterCheck(t *testing.T) {
+	other := func(f fixture) string { return filepath.Join(f.outside, "other") }
+	tests := []struct {
+		name    string
+		swap    func(t *testing.T, f fixture, path string)
+		wantErr error
+	}{
+		{"to a symlink", func(t *testing.T, f fixture, path string) {
+			require.NoError(t, os.Remove(path))
+			require.NoError(t, os.Symlink(other(f), path))
+		}, ErrSymlink},
+		{"to a FIFO", func(t *testing.T, f fixture, path string) {
+			require.NoError(t, os.Remove(path))
+			require.NoError(t, unix.Mkfifo(path, 0o600))
+		}, ErrNotRegular},
+	}
+	for _, tt := range tests {
+		for _, op := range []string{"read", "write"} {
+			t.Run(tt.name+" "+op, func(t *testing.T) {
+				f := newFixture(t)
+				require.NoError(t, os.WriteFile(other(f), []byte("s3cret"), 0o600))
+				path := filepath.Join(f.home, "target")
+				require.NoError(t, os.WriteFile(path, []byte("inside"), 0o600))
+				testHookAfterCheck = func(int, string) { tt.swap(t, f, path) }
+				t.Cleanup(func() { testHookAfterCheck = nil })
+				var err error
+				if op == "read" {
+					var b []byte
+					b, err = f.h.Read(context.Background(), "target", 0, -1)
+					require.Nil(t, b)
+				} else {
+					_, err = f.h.Write(context.Background(), "target", []byte("pwned"), WriteOptions{})
+				}
+				require.ErrorIs(t, err, tt.wantErr)
+				b, rerr := os.ReadFile(other(f))
+				require.NoError(t, rerr)
+				require.Equal(t, "s3cret", string(b))
+			})
+		}
+	}
 }

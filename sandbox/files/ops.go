@@ -47,6 +47,10 @@ func entryOf(name, path string, st *unix.Stat_t) Entry {
 		MTime: time.Unix(st.Mtim.Unix())}
 }
 
+// testHookAfterCheck runs between the type check and the open (tests swap
+// the file there to hit the race deterministically). Nil in production.
+var testHookAfterCheck func(dir int, name string)
+
 // chunk bounds one read or write call, so ctx is checked between chunks.
 const chunk = 1 << 20
 
@@ -64,6 +68,9 @@ func openFile(dir int, name string, flags int, mode uint32) (int, error) {
 	case errors.Is(err, unix.ENOENT) && flags&unix.O_CREAT != 0:
 	default:
 		return -1, classify(err)
+	}
+	if testHookAfterCheck != nil {
+		testHookAfterCheck(dir, name)
 	}
 	// O_NONBLOCK: a FIFO swapped in after the check must not block us.
 	fd, err := unix.Openat(dir, name, flags|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, mode)

@@ -1,0 +1,103 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/warrenhq/warren/messages"
+)
+
+// corpusCase is one line of testdata/verify/coq/manifest.jsonl.
+type corpusCase struct {
+	ID        string `json:"id"`
+	Theorem   string `json:"theorem"`
+	Statement string `json:"statement"`
+	Header    string `json:"header"`
+	ProofFile string `json:"proof_file"`
+	Profile   string `json:"profile"`
+	Expect    struct {
+		Accepted bool           `json:"accepted"`
+		Reason   messages.Reason `json:"reason"`
+	} `json:"expect"`
+}
+
+// TestE2EVerifyCoqCorpus runs the whole attack corpus through the whole
+// system: `warren verify` (scheduler) -> broker -> `warren worker` ->
+// sandbox -> Coq. Zero false accepts; every good proof accepted.
+func TestE2EVerifyCoqCorpus(t *testing.T) {
+	if _, err := exec.LookPath("coqc"); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("coqc missing in CI: .ci/run installs Debian's coq (make deps)")
+		}
+		t.Skip("coqc not installed (make deps installs Debian's coq)")
+	}
+	root, err := filepath.Abs("../..")
+	require.NoError(t, err)
+	corpus := filepath.Join(root, "testdata/verify/coq")
+	f, err := os.Open(filepath.Join(corpus, "manifest.jsonl"))
+	require.NoError(t, err)
+	defer f.Close()
+	var cases []corpusCase
+	var batch bytes.Buffer
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var c corpusCase
+		require.NoError(t, json.Unmarshal(sc.Bytes(), &c))
+		proof, err := os.ReadFile(filepath.Join(corpus, c.ProofFile))
+		require.NoError(t, err)
+		line, err := json.Marshal(map[string]string{"id": c.ID, "theorem": c.Theorem, "statement": c.Statement, "header": c.Header, "proof": string(proof), "profile": c.Profile})
+		require.NoError(t, err)
+		batch.Write(append(line, '\n'))
+		cases = append(cases, c)
+	}
+	require.NotEmpty(t, cases)
+	in := filepath.Join(t.TempDir(), "corpus.jsonl")
+	require.NoError(t, os.WriteFile(in, batch.Bytes(), 0o644))
+
+	e := newE2E(t)
+	// A real worker with the default isolation (auto: fail closed) and the
+	// test profiles.
+	w := e.cmd(t.Context(), "worker", "--capacity", "2", "--verify-profiles", filepath.Join(root, "testdata/verify/coq-profiles.yaml"), "--host-id", "verifier")
+	var werr bytes.Buffer
+	w.Stderr = &werr
+	require.NoError(t, w.Start())
+	t.Cleanup(func() { _ = w.Process.Kill(); _ = w.Wait() })
+
+	out := filepath.Join(t.TempDir(), "results.jsonl")
+	_, stderr, code := e.runFor(t, 10*time.Minute, "verify", in, "--out", out)
+	require.Equal(t, 0, code, "verify failed: %s\nworker: %s", stderr, werr.String())
+	require.Contains(t, stderr, "proofs/s")
+
+	data, err := os.ReadFile(out)
+	require.NoError(t, err)
+	got := map[string]verifyLine{}
+	for _, l := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		var v verifyLine
+		require.NoError(t, json.Unmarshal([]byte(l), &v))
+		got[v.ID] = v
+	}
+	require.Len(t, got, len(cases))
+	for _, c := range cases {
+		t.Run(c.ID, func(t *testing.T) {
+			r := got[c.ID]
+			require.Equal(t, messages.StatusOK, r.Status, "error: %+v", r.Error)
+			require.NotNil(t, r.Verdict)
+			if !c.Expect.Accepted {
+				require.False(t, r.Verdict.Accepted, "FALSE ACCEPT of %s", c.ID)
+			}
+			require.Equal(t, c.Expect.Accepted, r.Verdict.Accepted, fmt.Sprintf("verdict %+v", r.Verdict))
+			require.Equal(t, c.Expect.Reason, r.Verdict.Reason, r.Verdict.Messages)
+			require.NotEmpty(t, r.Sandbox)
+			require.NotContains(t, r.Sandbox, "none", "verdicts come from sandboxed steps")
+		})
+	}
+}

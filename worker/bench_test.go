@@ -1,0 +1,189 @@
+package worker_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/stretchr/testify/require"
+	"github.com/warrenhq/warren/broker/brokertest"
+	"github.com/warrenhq/warren/messages"
+	"github.com/warrenhq/warren/sandbox"
+)
+
+// benchRunner is the strongest sandbox this host offers (what production
+// uses), or the insecure mode where there is none, named in the output.
+func benchRunner(b *testing.B) (*sandbox.Runner, string) {
+	dir, err := os.MkdirTemp("", "warren-bench-")
+	require.NoError(b, err)
+	require.NoError(b, os.Chmod(dir, 0o755))
+	b.Cleanup(func() { _ = os.RemoveAll(dir) })
+	r, err := sandbox.New(sandbox.Config{ScratchRoot: dir})
+	require.NoError(b, err)
+	res, err := r.Run(context.Background(), sandbox.Spec{Argv: []string{"/bin/true"}})
+	if err == nil && res.ExitCode == 0 {
+		return r, res.InForce
+	}
+	b.Logf("no isolation available (%v): benchmarking the insecure mode", err)
+	r, err = sandbox.New(sandbox.Config{Isolation: sandbox.IsolationNone, AllowInsecure: true, ScratchRoot: dir})
+	require.NoError(b, err)
+	return r, "none (insecure)"
+}
+
+func percentile(d []time.Duration, p float64) time.Duration {
+	slices.Sort(d)
+	return d[min(len(d)-1, int(float64(len(d))*p))]
+}
+
+// BenchmarkQueueVsDirect runs the same trivial tasks (/bin/true) through the
+// whole system (publish -> broker -> worker -> sandbox -> result stored) and
+// directly through the same sandbox runner with the same parallelism, in the
+// same run, and reports throughput and latency with their ratios. A third
+// baseline is plain fork/exec without any sandbox.
+func BenchmarkQueueVsDirect(b *testing.B) {
+	const tasks = 300
+	par := runtime.NumCPU()
+	runner, mode := benchRunner(b)
+	br := brokertest.Start(b, brokertest.Options{})
+	startWorker(b, br, "bench", workerOpts{capacity: par, runner: runner})
+	b.Logf("sandbox: %s, parallelism %d, %d tasks per round", mode, par, tasks)
+
+	var sysRate, dirRate, forkRate float64
+	var sysLat, dirLat []time.Duration
+	for round := 0; b.Loop(); round++ {
+		// Direct: the same runner, the same parallelism.
+		dirLat = nil
+		var mu sync.Mutex
+		var next atomic.Int64
+		start := time.Now()
+		var wg sync.WaitGroup
+		for range par {
+			wg.Go(func() {
+				for next.Add(1) <= tasks {
+					t0 := time.Now()
+					res, err := runner.Run(context.Background(), sandbox.Spec{Argv: []string{"/bin/true"}})
+					if err != nil || res.ExitCode != 0 {
+						b.Errorf("direct run: %v %+v", err, res)
+						return
+					}
+					mu.Lock()
+					dirLat = append(dirLat, time.Since(t0))
+					mu.Unlock()
+				}
+			})
+		}
+		wg.Wait()
+		dirRate = tasks / time.Since(start).Seconds()
+
+		// Plain fork/exec, no sandbox.
+		next.Store(0)
+		start = time.Now()
+		for range par {
+			wg.Go(func() {
+				for next.Add(1) <= tasks {
+					if err := exec.Command("/bin/true").Run(); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+		forkRate = tasks / time.Since(start).Seconds()
+
+		// Through the system: publish all, then wait for every result.
+		batch := fmt.Sprintf("bench%d", round)
+		sent := make(map[string]time.Time, tasks)
+		done := make(chan struct{})
+		sysLat = sysLat[:0]
+		var got atomic.Int64
+		sub, err := br.Conn.Subscribe(messages.BatchResultFilter(batch, 0), func(m *nats.Msg) {
+			r, err := messages.DecodeResult(m.Data)
+			if err != nil || r.Status != messages.StatusOK {
+				b.Errorf("result: %v %s", err, m.Data)
+				return
+			}
+			mu.Lock()
+			sysLat = append(sysLat, time.Since(sent[r.TaskID]))
+			mu.Unlock()
+			if got.Add(1) == tasks {
+				close(done)
+			}
+		})
+		require.NoError(b, err)
+		require.NoError(b, br.Conn.Flush())
+		start = time.Now()
+		for i := range tasks {
+			id := fmt.Sprintf("t%d", i)
+			data, _ := json.Marshal(execTask(batch, id, "/bin/true"))
+			msg := &nats.Msg{Subject: messages.TaskSubject("default", "default", batch), Data: data, Header: nats.Header{}}
+			msg.Header.Set(messages.HeaderMsgID, messages.MsgID(batch, id, 1))
+			mu.Lock()
+			sent[id] = time.Now()
+			mu.Unlock()
+			if _, err := br.JS.PublishMsgAsync(msg); err != nil {
+				b.Fatal(err)
+			}
+		}
+		select {
+		case <-done:
+		case <-time.After(5 * time.Minute):
+			b.Fatalf("only %d of %d results", got.Load(), tasks)
+		}
+		sysRate = tasks / time.Since(start).Seconds()
+		_ = sub.Unsubscribe()
+	}
+	b.ReportMetric(sysRate, "system_tasks/s")
+	b.ReportMetric(dirRate, "direct_tasks/s")
+	b.ReportMetric(forkRate, "forkexec_tasks/s")
+	b.ReportMetric(sysRate/dirRate, "system/direct")
+	b.ReportMetric(sysRate/forkRate, "system/forkexec")
+	b.ReportMetric(float64(percentile(dirLat, 0.5).Microseconds()), "direct_p50_us")
+	b.ReportMetric(float64(percentile(dirLat, 0.99).Microseconds()), "direct_p99_us")
+	// Batch latency: submit -> stored result while the whole batch queues.
+	b.ReportMetric(float64(percentile(sysLat, 0.5).Microseconds()), "batch_p50_us")
+	b.ReportMetric(float64(percentile(sysLat, 0.99).Microseconds()), "batch_p99_us")
+}
+
+// BenchmarkQueueLatency is submit -> stored result for one task at a time
+// (no queueing), against one direct sandbox run.
+func BenchmarkQueueLatency(b *testing.B) {
+	runner, mode := benchRunner(b)
+	br := brokertest.Start(b, brokertest.Options{})
+	startWorker(b, br, "bench", workerOpts{capacity: 1, runner: runner})
+	b.Logf("sandbox: %s", mode)
+	results := make(chan struct{}, 1)
+	sub, err := br.Conn.Subscribe(messages.BatchResultFilter("lat", 0), func(*nats.Msg) { results <- struct{}{} })
+	require.NoError(b, err)
+	b.Cleanup(func() { _ = sub.Unsubscribe() })
+	require.NoError(b, br.Conn.Flush())
+	var sys, dir []time.Duration
+	i := 0
+	for b.Loop() {
+		t0 := time.Now()
+		_, err := runner.Run(context.Background(), sandbox.Spec{Argv: []string{"/bin/true"}})
+		require.NoError(b, err)
+		dir = append(dir, time.Since(t0))
+
+		id := fmt.Sprintf("t%d", i)
+		i++
+		t0 = time.Now()
+		publish(b, br.JS, execTask("lat", id, "/bin/true"))
+		<-results
+		sys = append(sys, time.Since(t0))
+	}
+	b.ReportMetric(float64(percentile(sys, 0.5).Microseconds()), "system_p50_us")
+	b.ReportMetric(float64(percentile(sys, 0.99).Microseconds()), "system_p99_us")
+	b.ReportMetric(float64(percentile(dir, 0.5).Microseconds()), "direct_p50_us")
+	b.ReportMetric(float64(percentile(dir, 0.99).Microseconds()), "direct_p99_us")
+	b.ReportMetric(float64(percentile(sys, 0.5))/float64(percentile(dir, 0.5)), "p50_ratio")
+}
