@@ -25,7 +25,7 @@ type corpusCase struct {
 	ProofFile string `json:"proof_file"`
 	Profile   string `json:"profile"`
 	Expect    struct {
-		Accepted bool           `json:"accepted"`
+		Accepted bool            `json:"accepted"`
 		Reason   messages.Reason `json:"reason"`
 	} `json:"expect"`
 }
