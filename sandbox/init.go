@@ -166,6 +166,10 @@ func initMain() error {
 	}
 	if cfg.Landlock != nil {
 		if err := applyLandlock(cfg.Landlock); err != nil {
+			var se *SetupError
+			if errors.As(err, &se) {
+				return fail(se.Step, se.Path, se.Err)
+			}
 			return fail("landlock", "", err)
 		}
 	}

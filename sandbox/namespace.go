@@ -45,10 +45,12 @@ var systemEtc = []string{"ld.so.cache", "ld.so.conf", "nsswitch.conf", "passwd",
 // runIsolated runs spec in the requested isolated mode.
 func (r *Runner) runIsolated(ctx context.Context, spec Spec, iso Isolation) (*Result, error) {
 	switch iso {
-	case IsolationNamespace, IsolationAuto:
+	case IsolationNamespace:
 		return r.runNamespace(ctx, spec)
+	case IsolationLandlock:
+		return r.runLandlock(ctx, spec)
 	default:
-		return nil, fmt.Errorf("%w: %s isolation is not implemented yet", ErrUnavailable, iso)
+		return r.runAuto(ctx, spec)
 	}
 }
 
@@ -105,6 +107,10 @@ func (r *Runner) runNamespace(ctx context.Context, spec Spec) (res *Result, err 
 		Rlimits: limitsToRlimits(spec.Limits),
 		NS:      ns,
 	}
+	// The Landlock layer (nil below the configured ABI floor), applied by
+	// the init after the view is built, with paths as seen inside it.
+	var layer string
+	cfg.Landlock, layer = r.layeredLandlock(spec, scratch.path)
 	attr := nsAttr(uid, gid, r.ns.pool != nil)
 	res, err = r.launchInit(ctx, initLaunch{cfg: cfg, attr: attr, cgroup: cg, spec: spec})
 	if err != nil {
@@ -115,7 +121,7 @@ func (r *Runner) runNamespace(ctx context.Context, spec Spec) (res *Result, err 
 		}
 		return nil, err
 	}
-	res.InForce = "namespace"
+	res.InForce = "namespace" + layer
 	res.ResourceLimits = r.ns.cgroups.String()
 	return res, nil
 }

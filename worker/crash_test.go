@@ -16,12 +16,13 @@ import (
 	"github.com/warrenhq/warren/messages"
 )
 
-func TestWorkerSIGKILLMidBatchLosesAndDoublesNothing(t *testing.T) {
-	b := brokertest.Start(t, brokertest.Options{})
-	// The consumer's AckWait is set by whoever creates it first: the doomed
-	// worker, with a short one, so redelivery comes quickly.
+// startDoomedWorker runs a worker process that the test will SIGKILL. The
+// consumer's AckWait is set by whoever creates it first: this worker, with a
+// short one, so redelivery comes quickly.
+func startDoomedWorker(t *testing.T, b *brokertest.Broker, env ...string) *exec.Cmd {
+	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), helperWorkerEnv+"="+b.URL, "WARREN_TEST_SCRATCH="+t.TempDir())
+	cmd.Env = append(append(os.Environ(), helperWorkerEnv+"="+b.URL, "WARREN_TEST_SCRATCH="+t.TempDir()), env...)
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
 	require.NoError(t, err)
@@ -30,6 +31,12 @@ func TestWorkerSIGKILLMidBatchLosesAndDoublesNothing(t *testing.T) {
 	line, err := bufio.NewReader(out).ReadString('\n')
 	require.NoError(t, err)
 	require.Equal(t, "ready\n", line)
+	return cmd
+}
+
+func TestWorkerSIGKILLMidBatchLosesAndDoublesNothing(t *testing.T) {
+	b := brokertest.Start(t, brokertest.Options{})
+	cmd := startDoomedWorker(t, b)
 
 	const n = 40
 	var tasks []messages.Task
@@ -92,4 +99,34 @@ func TestBrokerRestartMidBatchLosesNothing(t *testing.T) {
 	got := collect(t, js, "restart", n, 2*time.Minute)
 	require.Len(t, got, n)
 	require.EqualValues(t, n, resultCount(t, js, "restart"))
+}
+
+func TestDeathOnLastDeliveryIsDeadLettered(t *testing.T) {
+	b := brokertest.Start(t, brokertest.Options{})
+	// One delivery allowed: the worker holding the task dies, so the server
+	// gives up and publishes a max-deliveries advisory.
+	cmd := startDoomedWorker(t, b, "WARREN_TEST_MAX_DELIVER=1")
+	publish(t, b.JS, shTask("last", "t1", "sleep 60"))
+	cons, err := b.JS.Consumer(context.Background(), messages.StreamTasks, messages.ConsumerName("default", "default"))
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		ci, err := cons.Info(context.Background())
+		return err == nil && ci.NumAckPending == 1
+	}, 30*time.Second, 10*time.Millisecond)
+	require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
+	_ = cmd.Wait()
+
+	// Another worker sees the advisory: a dead letter and an infra_error
+	// result, so the batch completes.
+	startWorker(t, b, "survivor", workerOpts{maxDeliver: 1, ackWait: 2 * time.Second})
+	r := collect(t, b.JS, "last", 1, time.Minute)["t1"]
+	require.Equal(t, messages.StatusInfraError, r.Status)
+	require.Equal(t, messages.CodeMaxDeliveries, r.Error.Code)
+	dlq, err := b.JS.Stream(context.Background(), messages.StreamDLQ)
+	require.NoError(t, err)
+	m, err := dlq.GetLastMsgForSubject(context.Background(), messages.DLQSubject("max_deliveries", "last"))
+	require.NoError(t, err)
+	task, err := messages.DecodeTask(m.Data)
+	require.NoError(t, err, "the dead letter keeps the original payload")
+	require.Equal(t, "t1", task.ID)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strconv"
 	"testing"
 	"time"
 
@@ -26,6 +27,11 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
+func maxDeliverFromEnv() int {
+	n, _ := strconv.Atoi(os.Getenv("WARREN_TEST_MAX_DELIVER"))
+	return n
+}
+
 func runHelperWorker(url string) int {
 	ctx := context.Background()
 	nc, err := broker.Connect(ctx, url, "helper-worker")
@@ -41,7 +47,7 @@ func runHelperWorker(url string) int {
 	w, err := worker.New(nc, worker.Config{
 		HostID: "doomed", Capacity: 4, Runner: r,
 		Isolation: []messages.Isolation{messages.IsolationNone},
-		Consumer:  broker.ConsumerConfig{AckWait: 2 * time.Second},
+		Consumer:  broker.ConsumerConfig{AckWait: 2 * time.Second, MaxDeliver: maxDeliverFromEnv()},
 		PullWait:  500 * time.Millisecond,
 		Logger:    zerolog.New(os.Stderr).Level(zerolog.WarnLevel),
 	})

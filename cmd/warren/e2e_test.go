@@ -223,3 +223,53 @@ func TestE2EExecStreamsAndReturnsExitCode(t *testing.T) {
 	require.Equal(t, "out\n", out)
 	require.Contains(t, stderr, "err\n")
 }
+
+func TestE2EWorkerRefusesNoIsolationWithoutInsecureFlag(t *testing.T) {
+	e := newE2E(t)
+	_, stderr, code := e.run(t, "worker", "--isolation", "none")
+	require.NotEqual(t, 0, code)
+	require.Contains(t, stderr, "--insecure-no-isolation")
+}
+
+func TestE2EFirstSignalDrainsSecondCancels(t *testing.T) {
+	e := newE2E(t)
+	c := e.cmd(context.Background(), "worker", "--capacity", "1", "--isolation", "none", "--insecure-no-isolation", "--scratch-root", t.TempDir())
+	var errb bytes.Buffer
+	c.Stderr = &errb
+	require.NoError(t, c.Start())
+	t.Cleanup(func() { _ = c.Process.Kill() })
+	file := writeBatch(t, 1, func(int) string { return "sleep 60" })
+	_, stderr, code := e.run(t, "submit", file, "--batch", "sig")
+	require.Equal(t, 0, code, stderr)
+	var cons jetstream.Consumer
+	require.Eventually(t, func() bool {
+		var err error
+		if cons, err = e.b.JS.Consumer(context.Background(), messages.StreamTasks, messages.ConsumerName("default", "default")); err != nil {
+			return false
+		}
+		ci, err := cons.Info(context.Background())
+		return err == nil && ci.NumAckPending == 1
+	}, 30*time.Second, 10*time.Millisecond)
+
+	exited := make(chan error, 1)
+	require.NoError(t, c.Process.Signal(syscall.SIGTERM))
+	go func() { exited <- c.Wait() }()
+	// Draining: the running task keeps the worker alive.
+	select {
+	case err := <-exited:
+		t.Fatalf("worker exited on the first signal with a task running: %v\n%s", err, errb.String())
+	case <-time.After(time.Second):
+	}
+	require.NoError(t, c.Process.Signal(syscall.SIGTERM))
+	select {
+	case err := <-exited:
+		require.NoError(t, err, "exit 0 after the second signal: %s", errb.String())
+	case <-time.After(30 * time.Second):
+		t.Fatal("the second signal did not cancel the running task")
+	}
+	// The cancelled task went back to the queue, not into RESULTS.
+	require.Zero(t, e.resultCount(t, "sig", 1))
+	ci, err := cons.Info(context.Background())
+	require.NoError(t, err)
+	require.EqualValues(t, 1, ci.NumPending+uint64(ci.NumAckPending)+uint64(ci.NumRedelivered), "the task is available for another worker")
+}

@@ -1,0 +1,94 @@
+package verify
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os/exec"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/rs/zerolog"
+	"github.com/stretchr/testify/require"
+
+	"github.com/warrenhq/warren/broker/brokertest"
+	"github.com/warrenhq/warren/messages"
+	"github.com/warrenhq/warren/sandbox"
+	"github.com/warrenhq/warren/worker"
+)
+
+// runFuncRunner lets a RunFunc serve as a worker.Runner.
+type runFuncRunner RunFunc
+
+func (r runFuncRunner) Run(ctx context.Context, s sandbox.Spec) (*sandbox.Result, error) {
+	return r(ctx, s)
+}
+
+// BenchmarkCoqSystem compares, in one run and with the same parallelism,
+// the trusted Coq check run directly in a loop against the same proofs sent
+// through the whole system: publish -> broker -> worker -> sandbox -> Coq
+// -> stored result. Metric: system/direct throughput (goal >= 0.9).
+func BenchmarkCoqSystem(b *testing.B) {
+	if _, err := exec.LookPath("coqc"); err != nil {
+		b.Skip("coqc not installed")
+	}
+	cases := goodCorpus(b)
+	ps := testProfiles(b)
+	const par = 2
+	n := len(cases) * 2
+	svc, skipped := NewService(newTestChecker(b), ps)
+	require.Empty(b, skipped)
+	br := brokertest.Start(b, brokertest.Options{})
+	nc, _ := br.Dial(b, "bench-worker")
+	w, err := worker.New(nc, worker.Config{
+		HostID: "bench", Capacity: par, Runner: runFuncRunner(benchRunner(b)), Verifier: svc,
+		PullWait: 200 * time.Millisecond, Logger: zerolog.Nop(),
+	})
+	require.NoError(b, err)
+	require.NoError(b, w.Start(context.Background()))
+	b.Cleanup(func() { _ = w.Stop(context.Background()) })
+
+	direct := measure(b, par, n, func(i int) {
+		tc := cases[i%len(cases)]
+		directCoq(b, b.TempDir(), tc, tc.spec(b))
+	})
+	var system time.Duration
+	for round := range b.N {
+		batch := fmt.Sprintf("sys%d", round)
+		done := make(chan struct{})
+		var got atomic.Int64
+		sub, err := br.Conn.Subscribe(messages.BatchResultFilter(batch, 0), func(m *nats.Msg) {
+			r, err := messages.DecodeResult(m.Data)
+			if err != nil || r.Verdict == nil || !r.Verdict.Accepted {
+				b.Errorf("not accepted: %v %s", err, m.Data)
+			}
+			if got.Add(1) == int64(n) {
+				close(done)
+			}
+		})
+		require.NoError(b, err)
+		require.NoError(b, br.Conn.Flush())
+		start := time.Now()
+		for i := range n {
+			tc := cases[i%len(cases)]
+			t := messages.Task{V: messages.Version, ID: fmt.Sprintf("p%d", i), Batch: batch, Attempt: 1,
+				Kind: messages.KindVerify, Profile: "coq", Verify: tc.spec(b)}
+			data, err := json.Marshal(t)
+			require.NoError(b, err)
+			_, err = br.JS.Publish(context.Background(), messages.TaskSubject("default", "coq", batch), data)
+			require.NoError(b, err)
+		}
+		select {
+		case <-done:
+		case <-time.After(10 * time.Minute):
+			b.Fatalf("%d of %d results", got.Load(), n)
+		}
+		system += time.Since(start)
+		_ = sub.Unsubscribe()
+	}
+	b.ReportMetric(float64(n*b.N)/direct.Seconds(), "direct_proofs/s")
+	b.ReportMetric(float64(n*b.N)/system.Seconds(), "system_proofs/s")
+	b.ReportMetric(direct.Seconds()/system.Seconds(), "system/direct")
+}
