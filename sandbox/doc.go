@@ -12,7 +12,10 @@
 // # Namespaces
 //
 // Namespace mode gives each run new user, mount, pid, net, ipc, uts and
-// cgroup namespaces. The worker clones the init (/proc/self/exe with argv[0]
+// cgroup namespaces, plus (when the kernel's Landlock ABI meets
+// Config.LandlockMinABI) the Landlock+seccomp layer applied by the same init
+// as its last restriction before exec; Result.InForce says which
+// ("namespace" or "namespace+landlock+seccomp"). The worker clones the init (/proc/self/exe with argv[0]
 // "warren-sandbox-init") straight into them and sends it an initConfig on a
 // pipe; the init builds the view, drops everything and execs the command,
 // which becomes pid 1 of its pid namespace. So:

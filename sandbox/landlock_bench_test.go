@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"context"
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -31,7 +32,12 @@ func benchAlternate(b *testing.B, nameA, nameB string, a, bb func() error) {
 
 func benchRunner(b *testing.B, minABI int) *Runner {
 	b.Helper()
-	r, err := New(Config{ScratchRoot: b.TempDir(), LandlockMinABI: minABI})
+	// Sandbox uids must traverse to their home: b.TempDir's parent is 0700.
+	root, err := os.MkdirTemp("", "warren-llbench-")
+	require.NoError(b, err)
+	b.Cleanup(func() { _ = os.RemoveAll(root) })
+	require.NoError(b, os.Chmod(root, 0o711))
+	r, err := New(Config{ScratchRoot: root, LandlockMinABI: minABI, UIDBase: 1_900_100_600, UIDCount: 64})
 	require.NoError(b, err)
 	return r
 }

@@ -129,6 +129,13 @@ var llProbes = map[string]func(args []string) error{
 		_, err = c.Write([]byte("x"))
 		return err
 	},
+	"unix-connect": func(a []string) error {
+		c, err := net.Dial("unix", a[0])
+		if err == nil {
+			c.Close()
+		}
+		return err
+	},
 	"abstract-connect": func(a []string) error {
 		c, err := net.Dial("unix", "@"+a[0])
 		if err == nil {
@@ -153,20 +160,30 @@ var llProbes = map[string]func(args []string) error{
 	// serve listens on an abstract socket, says "ready <pid>" and blocks on
 	// stdin: the victim of the cross-sandbox tests.
 	"serve": func(a []string) error {
-		l, err := net.Listen("unix", "@"+a[0])
-		if err != nil {
+		serve := func(addr string) error {
+			l, err := net.Listen("unix", addr)
+			if err != nil {
+				return err
+			}
+			go func() {
+				for {
+					c, err := l.Accept()
+					if err != nil {
+						return
+					}
+					c.Close()
+				}
+			}()
+			return nil
+		}
+		if err := serve("@" + a[0]); err != nil {
 			return err
 		}
-		defer l.Close()
-		go func() {
-			for {
-				c, err := l.Accept()
-				if err != nil {
-					return
-				}
-				c.Close()
+		if len(a) > 1 {
+			if err := serve(a[1]); err != nil {
+				return err
 			}
-		}()
+		}
 		fmt.Printf("ready %d\n", os.Getpid())
 		_, _ = io.Copy(io.Discard, os.Stdin)
 		return nil
@@ -282,11 +299,11 @@ func (s llSandbox) run(t *testing.T, p *landlockPolicy, argv ...string) (int, st
 	return cmd.ProcessState.ExitCode(), out.String()
 }
 
-// serve starts a victim sandbox serving abstract socket name; it returns
-// its pid and stops it at cleanup.
+// serve starts a victim sandbox serving abstract socket name and the
+// pathname socket home/sock; it returns its pid and stops it at cleanup.
 func (s llSandbox) serve(t *testing.T, p *landlockPolicy, name string) int {
 	t.Helper()
-	cmd := s.command(t, p, "probe", "serve", name)
+	cmd := s.command(t, p, "probe", "serve", name, filepath.Join(s.home, "sock"))
 	stdin, err := cmd.StdinPipe()
 	require.NoError(t, err)
 	stdout, err := cmd.StdoutPipe()

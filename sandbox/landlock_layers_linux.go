@@ -114,3 +114,45 @@ func (s landlockStatus) Lines() []string {
 	}
 	return out
 }
+
+// probeLandlock is the Landlock part of Probe (`warren doctor`): the ABI,
+// errata and features against the floor, a real probe sandbox in the
+// Landlock mode (it counts as working only if /bin/true ran under it), and
+// what each isolation value gives on this host. namespaces is the outcome
+// of the namespace probe.
+func probeLandlock(ctx context.Context, cfg Config, namespaces bool) (checks []Check, works bool) {
+	c := cfg.withDefaults()
+	st := landlockReport(c.LandlockMinABI, namespaces)
+	lines := st.Lines()
+	abi := Check{Name: "landlock layer", OK: st.Error == "", Detail: strings.TrimPrefix(lines[0], "landlock: ")}
+	if !abi.OK {
+		abi.Fix = st.Error
+	}
+	checks = append(checks, abi)
+	mode := Check{Name: "landlock mode"}
+	if abi.OK {
+		c.Isolation = IsolationLandlock
+		r, err := New(c)
+		if err == nil {
+			var res *Result
+			res, err = r.Run(ctx, Spec{Argv: []string{"/bin/true"}, Isolation: IsolationLandlock, Limits: Limits{Wall: probeTimeout}})
+			if err == nil && res.ExitCode != 0 {
+				err = fmt.Errorf("probe exited %d", res.ExitCode)
+			}
+			if err == nil {
+				mode.OK, mode.Detail = true, "probe sandbox ran: "+res.InForce
+			}
+		}
+		if err != nil {
+			mode.Detail = err.Error()
+		}
+	} else {
+		mode.Detail = "refused below the ABI floor"
+		mode.Fix = abi.Fix
+	}
+	checks = append(checks, mode)
+	for _, m := range []Isolation{IsolationAuto, IsolationNamespace, IsolationLandlock} {
+		checks = append(checks, Check{Name: "isolation " + string(m), OK: !strings.HasPrefix(st.Modes[m], "refused"), Detail: st.Modes[m]})
+	}
+	return checks, mode.OK
+}

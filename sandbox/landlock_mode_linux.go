@@ -26,7 +26,7 @@ const inForceLandlock = "landlock+seccomp"
 // all applied by the sandbox init before it execs the command. As root the
 // run has its own uid from the pool, reused only after a verified teardown;
 // as an ordinary user every run shares the worker's uid and only Landlock
-// domains separate them (see doc.go, "Landlock mode").
+// domains separate them (see docs/security.md, "Landlock mode").
 func (r *Runner) runLandlock(ctx context.Context, spec Spec) (res *Result, err error) {
 	r.nsInit()
 	if err := validateNSSpec(spec); err != nil {

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"github.com/warrenhq/warren/sandbox/sandboxtest"
 )
 
 // llRunner is a Runner for the Landlock-mode tests; as root its uid pool
@@ -149,4 +150,56 @@ func TestLandlockModeQuarantinesUnverifiedUID(t *testing.T) {
 	require.False(t, seen[stuck], "a quarantined uid must not be reused")
 	require.True(t, seen[clean], "a verified uid is reused")
 	require.Len(t, seen, 3, fmt.Sprint(seen))
+}
+
+func TestProbeLandlock(t *testing.T) {
+	llRequire(t, 6)
+	root := llTempDir(t, 0o711)
+	checks, works := probeLandlock(context.Background(), Config{ScratchRoot: root, UIDBase: 1_900_100_500, UIDCount: 4}, true)
+	require.True(t, works, fmt.Sprint(checks))
+	byName := map[string]Check{}
+	for _, c := range checks {
+		byName[c.Name] = c
+	}
+	require.Contains(t, byName["landlock mode"].Detail, inForceLandlock)
+	require.Equal(t, "namespace"+inForceLayer, byName["isolation auto"].Detail)
+
+	// A floor above the host's ABI: refused, and the fix says how to lower it.
+	checks, works = probeLandlock(context.Background(), Config{ScratchRoot: root, UIDBase: 1_900_100_500, UIDCount: 4, LandlockMinABI: landlockABI().Effective + 1}, false)
+	require.False(t, works)
+	require.Contains(t, checks[0].Fix, "LandlockMinABI")
+}
+
+// TestLayeredLandlockInForce: in the namespace mode the Landlock layer is
+// applied inside the new root. A TCP bind on the sandbox's private
+// loopback works with namespaces alone (the control: the layer disabled
+// by a floor above the host ABI) and is denied with the layer.
+func TestLayeredLandlockInForce(t *testing.T) {
+	llRequire(t, 6)
+	sandboxtest.RequireUserNS(t)
+	root := llTempDir(t, 0o711)
+	bind := Spec{
+		Argv:      []string{"/usr/bin/python3", "-c", "import socket; socket.socket().bind(('127.0.0.1', 0))"},
+		Isolation: IsolationNamespace,
+		Network:   NetworkLoopback,
+	}
+	run := func(minABI int) (*Result, string) {
+		// A range of its own: the shared default pool belongs to other tests.
+		r, err := New(Config{ScratchRoot: root, LandlockMinABI: minABI, UIDBase: 1_900_100_400, UIDCount: 4})
+		require.NoError(t, err)
+		var out bytes.Buffer
+		spec := bind
+		spec.Stdout, spec.Stderr = &out, &out
+		res, err := r.Run(context.Background(), spec)
+		require.NoError(t, err, out.String())
+		return res, out.String()
+	}
+	res, out := run(len(landlockABIFeatures) - 1)
+	require.Equal(t, "namespace", res.InForce)
+	require.Equal(t, 0, res.ExitCode, "control: bind works in the namespace alone: %s", out)
+
+	res, out = run(0)
+	require.Equal(t, "namespace"+inForceLayer, res.InForce)
+	require.NotEqual(t, 0, res.ExitCode, "the Landlock layer must deny the bind")
+	require.Contains(t, out, "PermissionError", out)
 }

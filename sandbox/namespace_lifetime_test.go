@@ -190,8 +190,23 @@ func TestNamespaceModeWorksWheneverTheKernelAllows(t *testing.T) {
 		res, err := r.Run(context.Background(), Spec{Argv: []string{"/bin/true"}, Isolation: iso})
 		require.NoError(t, err)
 		require.Equal(t, 0, res.ExitCode)
-		require.Equal(t, "namespace", res.InForce)
+		require.Equal(t, "namespace", res.InForce, "the layer is off in this runner, and InForce says so")
 	}
+}
+
+// TestNamespaceModeWithTheLandlockLayer runs the production configuration:
+// the namespace view with the Landlock layer on top when the kernel's ABI
+// meets the floor, and says exactly that in InForce.
+func TestNamespaceModeWithTheLandlockLayer(t *testing.T) {
+	r := nsRunner(t)
+	r.ns.noLayer = false
+	want := "namespace"
+	if landlockABI().require(r.cfg.LandlockMinABI) == nil {
+		want = "namespace" + inForceLayer
+	}
+	o := runIn(t, r, Spec{Argv: sh(`echo ok > $HOME/f && cat $HOME/f && echo t > /tmp/t && cat /tmp/t && test ! -e /root && echo isolated`)})
+	require.Equal(t, "ok\nt\nisolated\n", o.stdout, o.stderr)
+	require.Equal(t, want, o.res.InForce)
 }
 
 func TestExitStatusAndSignalAreReported(t *testing.T) {

@@ -50,6 +50,7 @@ func oneUIDRunner(t *testing.T) (*Runner, uint32) {
 	base := uint32(1_950_000_000 + rand.IntN(1_000_000))
 	r2, err := New(Config{Isolation: IsolationNamespace, ScratchRoot: r.cfg.ScratchRoot, UIDBase: base, UIDCount: 1})
 	require.NoError(t, err)
+	r2.ns.noLayer = true
 	return r2, base
 }
 
@@ -244,4 +245,26 @@ func TestNestedUserNamespacesAreRefused(t *testing.T) {
 	o := runIn(t, r, Spec{Argv: probe})
 	require.NotContains(t, o.stdout, "nested-ok")
 	require.Contains(t, o.stderr, "No space left on device", "max_user_namespaces is 0 inside")
+}
+
+func TestRootWorkersSupplementaryGroupsAreDropped(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("an ordinary worker's groups stay by design (1:1 mapping of that user; setgroups is denied in its user namespace)")
+	}
+	r := nsRunner(t)
+	run := func(args ...string) string {
+		cmd := exec.Command("/proc/self/exe", "-test.run=^$")
+		cmd.Env = append(os.Environ(), helperEnv+"=status", "WARREN_SANDBOX_TEST_ROOT="+r.cfg.ScratchRoot)
+		// A worker with supplementary groups, as root often has (e.g. disk).
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 0, Gid: 0, Groups: []uint32{6, 4242}}}
+		if len(args) > 0 {
+			cmd = exec.Command(args[0], args[1:]...)
+			cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 0, Gid: 0, Groups: []uint32{6, 4242}}}
+		}
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, string(out))
+		return string(out)
+	}
+	require.Contains(t, run("/bin/grep", "Groups", "/proc/self/status"), "Groups:\t6 4242", "control: a plain child keeps them")
+	require.Contains(t, run(), "Groups:\t \n", "the sandbox has none")
 }

@@ -2,7 +2,10 @@ package sandbox
 
 import (
 	"errors"
+	"fmt"
 	"os"
+	"os/exec"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -57,3 +60,46 @@ func TestProcessesOfUIDFindsALiveProcess(t *testing.T) {
 }
 
 func currentUID() int { return os.Getuid() }
+
+func TestReleaseUIDQuarantinesWhenTeardownIsIncomplete(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("the uid pool is used by root workers only")
+	}
+	r, err := New(Config{Isolation: IsolationNamespace, ScratchRoot: t.TempDir(), UIDBase: 3_900_000_000 + uint32(os.Getpid()%1000)*10, UIDCount: 4})
+	require.NoError(t, err)
+	r.nsInit()
+	uid, err := r.ns.pool.acquire()
+	require.NoError(t, err)
+	require.NoError(t, r.releaseUID(uid, "", nil), "control: nothing of the uid left")
+
+	uid, err = r.ns.pool.acquire()
+	require.NoError(t, err)
+	// A process of that uid outlived the run.
+	p := exec.Command("/bin/sleep", "60")
+	p.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uid, Gid: uid}}
+	require.NoError(t, p.Start())
+	t.Cleanup(func() { _ = p.Process.Kill(); _ = p.Wait() })
+	require.Error(t, r.releaseUID(uid, "", nil))
+	require.Contains(t, r.ns.pool.quarantinedUIDs(), uid)
+
+	// A scratch directory that is still there.
+	uid, err = r.ns.pool.acquire()
+	require.NoError(t, err)
+	require.Error(t, r.releaseUID(uid, t.TempDir(), nil))
+	require.Contains(t, r.ns.pool.quarantinedUIDs(), uid)
+
+	if r.ns.cgroups.Version == 0 {
+		return
+	}
+	// A process left in the run's cgroup.
+	uid, err = r.ns.pool.acquire()
+	require.NoError(t, err)
+	cg, err := r.ns.cgroups.create(fmt.Sprintf("quarantine-test-%d", os.Getpid()), 64<<20, 16)
+	require.NoError(t, err)
+	q := exec.Command("/bin/sleep", "60")
+	require.NoError(t, q.Start())
+	require.NoError(t, cg.attach(q.Process.Pid))
+	t.Cleanup(func() { _ = q.Process.Kill(); _ = q.Wait(); _ = cg.remove() })
+	require.Error(t, r.releaseUID(uid, "", cg))
+	require.Contains(t, r.ns.pool.quarantinedUIDs(), uid)
+}

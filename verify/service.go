@@ -43,6 +43,19 @@ func NewService(c *Checker, ps *Profiles) (*Service, map[string]error) {
 	return s, skipped
 }
 
+// Start pre-warms the warm REPL pools of the offered lean-repl profiles, so
+// the first proofs do not pay for importing the header.
+func (s *Service) Start(ctx context.Context, run worker.RunFunc) error {
+	offered := &Profiles{}
+	for _, n := range s.names {
+		offered.Profiles = append(offered.Profiles, *s.profiles.Get(n))
+	}
+	return s.checker.Start(ctx, RunFunc(run), offered)
+}
+
+// Close stops the REPL pools.
+func (s *Service) Close() error { return s.checker.Close() }
+
 // Profiles lists the profiles this service can check.
 func (s *Service) Profiles() []string { return s.names }
 
