@@ -7,7 +7,7 @@ LDFLAGS  := -X main.version=$(VERSION)
 # Debian packages the tests and the demo need: coq checks proofs, bubblewrap
 # is the benchmark baseline, python3 runs inside sandboxes in tests, util-linux
 # gives setpriv for the unprivileged test run.
-APT_PACKAGES := coq bubblewrap python3 util-linux passwd
+APT_PACKAGES := coq bubblewrap python3 util-linux passwd e2fsprogs
 STATICCHECK  := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 # Packages with concurrency worth the race detector on every `make test`.
 RACE_PKGS := ./messages/... ./broker/... ./worker/... ./scheduler/...

@@ -10,16 +10,16 @@ import (
 
 // registryLoop keeps this host's entry in the registry bucket fresh; the
 // bucket's TTL drops it if the worker dies.
-func (w *Worker) registryLoop() {
-	started := time.Now().UTC()
+// The first entry is written by Start, before it returns.
+func (w *Worker) registryLoop(started time.Time) {
 	t := time.NewTicker(w.cfg.RegistryInterval)
 	defer t.Stop()
 	for {
-		w.register(started)
 		select {
 		case <-w.pullCtx.Done():
 			return
 		case <-t.C:
+			w.register(started)
 		}
 	}
 }

@@ -121,8 +121,10 @@ func (w *Worker) start(ctx context.Context) error {
 		w.cancelWork(errShutdown)
 		return err
 	}
+	started := time.Now().UTC()
+	w.register(started)
 	w.bg.Add(1)
-	go func() { defer w.bg.Done(); w.registryLoop() }()
+	go func() { defer w.bg.Done(); w.registryLoop(started) }()
 	for i, c := range consumers {
 		w.pullers.Add(1)
 		go func() { defer w.pullers.Done(); w.pullLoop(c, w.cfg.profiles()[i]) }()

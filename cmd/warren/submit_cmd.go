@@ -43,6 +43,7 @@ func (c *submitCmd) Run(g *globals) error {
 	if err != nil {
 		return err
 	}
+	warnUnserved(g, client, b.Tasks)
 	if rep.AlreadyComplete {
 		g.Log.Info().Str("batch", rep.Batch).Int("tasks", rep.Total).Msg("batch already submitted; nothing published")
 	} else {

@@ -64,6 +64,7 @@ func (c *verifyCmd) Run(g *globals) (err error) {
 		return err
 	}
 	fmt.Fprintf(g.IO.Err, "verifying %d proofs, batch %s\n", rep.Total, rep.Batch)
+	warnUnserved(g, client, b.Tasks)
 
 	var w io.Writer = g.IO.Out
 	if c.Out != "" {
