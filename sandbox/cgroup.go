@@ -51,6 +51,10 @@ func detectCgroups() cgroupSupport {
 		if err := probeWritable(dir); err != nil {
 			return cgroupSupport{Why: "cgroup v2 not delegated to this user: " + err.Error()}
 		}
+		if err := enableV2Controllers(dir); err != nil {
+			return cgroupSupport{Why: "cgroup v2: cannot enable memory and pids for children of " + dir +
+				" (" + err.Error() + "); run the worker in a delegated cgroup whose own processes live in a leaf (systemd Delegate=yes)"}
+		}
 		return cgroupSupport{Version: 2, parents: map[string]string{"": dir}}
 	}
 	parents := map[string]string{}
@@ -65,6 +69,21 @@ func detectCgroups() cgroupSupport {
 		parents[c] = dir
 	}
 	return cgroupSupport{Version: 1, parents: parents}
+}
+
+// enableV2Controllers makes memory and pids available to dir's children.
+// The kernel refuses (EBUSY) when dir itself holds processes and is not the
+// root: a worker must then run in a leaf of a delegated subtree.
+func enableV2Controllers(dir string) error {
+	b, err := os.ReadFile(filepath.Join(dir, "cgroup.subtree_control"))
+	if err != nil {
+		return err
+	}
+	have := strings.Fields(string(b))
+	if contains(have, "memory") && contains(have, "pids") {
+		return nil
+	}
+	return os.WriteFile(filepath.Join(dir, "cgroup.subtree_control"), []byte("+memory +pids"), 0)
 }
 
 func contains(xs []string, x string) bool {
@@ -154,10 +173,11 @@ func (cg *runCgroup) v2Dir() string {
 	return cg.dirs[""]
 }
 
-// attach moves pid in (v1: before the init reads its config, so before
-// anything of the task runs).
-func (cg *runCgroup) attach(pid int) error {
-	if cg == nil || cg.version != 1 {
+// attach moves pid in before the init reads its config, so before
+// anything of the task runs. v2 inits are usually born in their cgroup
+// (CgroupFD); force moves one that was not (a pre-started init).
+func (cg *runCgroup) attach(pid int, force bool) error {
+	if cg == nil || (cg.version != 1 && !force) {
 		return nil
 	}
 	for _, dir := range cg.dirs {

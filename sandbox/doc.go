@@ -46,6 +46,13 @@
 // caps across its own exec) and clears all of them before exec'ing the
 // command.
 //
+// Start cost: the init is this (large) binary re-executed, so a cold run
+// pays clone + Go runtime start + package init before any setup.
+// Config.Prestart keeps that many inits started ahead, each cloned with its
+// uid and blocked on its config, on the goroutine (locked thread) that will
+// serve its run; their stdio are pipes pumped to the Spec's, so runs whose
+// stdio are *os.File start cold. docs/benchmarks.md has the numbers.
+//
 // # Filesystem
 //
 // The root is a fresh tmpfs (pivot_root; the old root is detached with
@@ -78,7 +85,8 @@
 // command (RLIMIT_AS, RLIMIT_NPROC counted per user namespace, RLIMIT_FSIZE,
 // RLIMIT_NOFILE, RLIMIT_CPU). Where the worker can create cgroups (root on
 // cgroup v1 with memory and pids controllers, or a delegated cgroup v2
-// subtree) each run also gets a child cgroup of the worker's own with the
+// subtree where memory and pids can be enabled for children of the
+// worker's cgroup) each run also gets a child cgroup of the worker's own with the
 // memory and pids limits, and PeakMemory comes from it; otherwise
 // Result.ResourceLimits says "rlimits only (why)" and `warren doctor` says
 // how to fix it. Nothing pretends: the field names what was enforced.

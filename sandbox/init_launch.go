@@ -34,6 +34,20 @@ type initLaunch struct {
 	killTree func(p *os.Process)
 }
 
+// startedInit is an init cloned into its namespaces and waiting for its
+// config (it blocks reading it, so nothing of the task runs yet).
+type startedInit struct {
+	cmd     *exec.Cmd
+	confW   *os.File // the init's lifeline: closed once the run is over
+	statusR *os.File
+	start   time.Time
+}
+
+func (s *startedInit) close() {
+	_ = s.confW.Close()
+	_ = s.statusR.Close()
+}
+
 // launchInit starts the init, sends its config, and waits for the task
 // tree to end. An error means the task never ran (a *SetupError naming the
 // step) or its end could not be observed.
@@ -42,56 +56,70 @@ func (r *Runner) launchInit(ctx context.Context, l initLaunch) (*Result, error) 
 	// on its thread until the init is reaped.
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
+	s, err := startInit(l.attr, l.cgroup.v2Dir(), l.spec.Stdin, l.spec.Stdout, l.spec.Stderr)
+	if err != nil {
+		return nil, err
+	}
+	defer s.close()
+	return s.finish(ctx, l)
+}
 
+// startInit clones the init. The caller's goroutine must be locked to its
+// OS thread until the init is reaped (Pdeathsig).
+func startInit(attr *syscall.SysProcAttr, cgroupV2Dir string, stdin io.Reader, stdout, stderr io.Writer) (*startedInit, error) {
 	confR, confW, err := os.Pipe()
 	if err != nil {
 		return nil, &SetupError{Step: "config pipe", Err: err}
 	}
-	defer confW.Close() // the init's lifeline: closed once the run is over
 	statusR, statusW, err := os.Pipe()
 	if err != nil {
 		confR.Close()
+		confW.Close()
 		return nil, &SetupError{Step: "status pipe", Err: err}
-	}
-	defer statusR.Close()
-
-	self, err := os.Executable()
-	if err != nil {
-		self = "/proc/self/exe"
 	}
 	cmd := &exec.Cmd{
 		Path:        "/proc/self/exe",
 		Args:        []string{initArg0},
 		Env:         []string{},
-		Stdin:       l.spec.Stdin,
-		Stdout:      l.spec.Stdout,
-		Stderr:      l.spec.Stderr,
+		Stdin:       stdin,
+		Stdout:      stdout,
+		Stderr:      stderr,
 		ExtraFiles:  []*os.File{confR, statusW},
-		SysProcAttr: l.attr,
+		SysProcAttr: attr,
 		// The task's tree dies with its pid namespace; a descriptor held by
 		// something else must not hang Wait.
 		WaitDelay: time.Second,
 	}
-	if l.attr.Pdeathsig == 0 {
-		l.attr.Pdeathsig = syscall.SIGKILL
+	if attr.Pdeathsig == 0 {
+		attr.Pdeathsig = syscall.SIGKILL
 	}
-	if dir := l.cgroup.v2Dir(); dir != "" {
-		fd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if cgroupV2Dir != "" {
+		fd, err := unix.Open(cgroupV2Dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 		if err != nil {
 			confR.Close()
+			confW.Close()
+			statusR.Close()
 			statusW.Close()
-			return nil, &SetupError{Step: "open cgroup", Path: dir, Err: err}
+			return nil, &SetupError{Step: "open cgroup", Path: cgroupV2Dir, Err: err}
 		}
 		defer unix.Close(fd)
-		l.attr.UseCgroupFD, l.attr.CgroupFD = true, fd
+		attr.UseCgroupFD, attr.CgroupFD = true, fd
 	}
-	start := time.Now()
+	s := &startedInit{cmd: cmd, confW: confW, statusR: statusR, start: time.Now()}
 	err = cmd.Start()
 	confR.Close()
 	statusW.Close()
 	if err != nil {
-		return nil, &SetupError{Step: stepStartInit, Path: self, Err: err}
+		s.close()
+		return nil, &SetupError{Step: stepStartInit, Path: "/proc/self/exe", Err: err}
 	}
+	return s, nil
+}
+
+// finish attaches the init to its cgroup, sends its config, and waits for
+// the task tree to end (on the thread that started the init).
+func (s *startedInit) finish(ctx context.Context, l initLaunch) (*Result, error) {
+	cmd := s.cmd
 	kill := func() { _ = cmd.Process.Kill() }
 	if l.killTree != nil {
 		kill = func() { l.killTree(cmd.Process) }
@@ -101,11 +129,11 @@ func (r *Runner) launchInit(ctx context.Context, l initLaunch) (*Result, error) 
 		_ = cmd.Wait()
 		return nil, se
 	}
-	if err := l.cgroup.attach(cmd.Process.Pid); err != nil {
+	if err := l.cgroup.attach(cmd.Process.Pid, l.cgroup.v2Dir() != "" && !cmd.SysProcAttr.UseCgroupFD); err != nil {
 		return fail(&SetupError{Step: "attach cgroup", Err: err})
 	}
 	// The init blocks on its config until it is in its cgroup.
-	if err := json.NewEncoder(confW).Encode(l.cfg); err != nil {
+	if err := json.NewEncoder(s.confW).Encode(l.cfg); err != nil {
 		return fail(&SetupError{Step: "send config", Err: err})
 	}
 
@@ -125,7 +153,7 @@ func (r *Runner) launchInit(ctx context.Context, l initLaunch) (*Result, error) 
 		}
 	}()
 
-	status, err := io.ReadAll(statusR)
+	status, err := io.ReadAll(s.statusR)
 	if err != nil {
 		return fail(&SetupError{Step: "read init status", Err: err})
 	}
@@ -148,7 +176,7 @@ func (r *Runner) launchInit(ctx context.Context, l initLaunch) (*Result, error) 
 	if cmd.ProcessState == nil {
 		return nil, errors.Join(errors.New("sandbox: wait"), waitErr)
 	}
-	res := resultFromState(cmd.ProcessState, time.Since(start))
+	res := resultFromState(cmd.ProcessState, time.Since(s.start))
 	res.TimedOut = timedOut.Load() || res.Signal == "SIGXCPU"
 	if peak := l.cgroup.peakMemory(); peak > 0 {
 		res.PeakMemory = peak

@@ -22,6 +22,10 @@ type nsState struct {
 	// noLayer leaves the Landlock layer off, so tests prove the namespace
 	// layer's own properties (the layer is proven by its own tests).
 	noLayer bool
+
+	warm         chan *warmInit // pre-started inits; nil when Config.Prestart is 0
+	warmMu       sync.Mutex
+	warmStarting int
 }
 
 func (r *Runner) nsInit() {
@@ -29,6 +33,10 @@ func (r *Runner) nsInit() {
 		r.ns.cgroups = detectCgroups()
 		if os.Geteuid() == 0 {
 			r.ns.pool = sharedUIDPool(r.cfg.UIDBase, r.cfg.UIDCount)
+		}
+		if r.cfg.Prestart > 0 {
+			r.ns.warm = make(chan *warmInit, r.cfg.Prestart)
+			go r.fillWarm()
 		}
 	})
 }
@@ -65,20 +73,34 @@ func (r *Runner) runNamespace(ctx context.Context, spec Spec) (res *Result, err 
 		return nil, err
 	}
 	uid, gid := uint32(os.Getuid()), uint32(os.Getgid())
-	if r.ns.pool != nil {
+	warm := r.takeWarm(spec)
+	switch {
+	case warm != nil:
+		uid, gid = warm.uid, warm.gid
+	case r.ns.pool != nil:
 		u, err := r.ns.pool.acquire()
 		if err != nil {
 			return nil, &SetupError{Step: "acquire sandbox uid", Err: err}
 		}
 		uid, gid = u, u
 	}
+	// A warm init taken but not used is made to fail (empty config) so it
+	// is reaped before its uid is released.
+	discardWarm := func() {
+		if warm != nil {
+			_, _ = warm.run(ctx, initLaunch{cfg: &initConfig{}, spec: spec})
+			warm = nil
+		}
+	}
 	scratch, err := r.nsScratch(spec, uid, gid)
 	if err != nil {
-		r.releaseUID(uid, "", nil)
+		discardWarm()
+		_ = r.releaseUID(uid, "", nil)
 		return nil, err
 	}
 	var cg *runCgroup
 	defer func() {
+		discardWarm()
 		terr := r.teardown(scratch, uid, cg)
 		if terr != nil && err == nil {
 			r.log.Error().Err(terr).Uint32("uid", uid).Msg("sandbox teardown failed")
@@ -89,7 +111,7 @@ func (r *Runner) runNamespace(ctx context.Context, spec Spec) (res *Result, err 
 	if err != nil {
 		return nil, err
 	}
-	cg, err = r.ns.cgroups.create(filepath.Base(scratch.path)+"-"+fmt.Sprint(uid), spec.Limits.Memory, spec.Limits.Processes)
+	cg, err = r.ns.cgroups.create("warren-"+filepath.Base(scratch.path)+"-"+fmt.Sprint(uid), spec.Limits.Memory, spec.Limits.Processes)
 	if err != nil {
 		return nil, &SetupError{Step: "create cgroup", Err: err}
 	}
@@ -116,8 +138,14 @@ func (r *Runner) runNamespace(ctx context.Context, spec Spec) (res *Result, err 
 	if !r.ns.noLayer {
 		cfg.Landlock, layer = r.layeredLandlock(spec, scratch.path)
 	}
-	attr := nsAttr(uid, gid, r.ns.pool != nil)
-	res, err = r.launchInit(ctx, initLaunch{cfg: cfg, attr: attr, cgroup: cg, spec: spec})
+	launch := initLaunch{cfg: cfg, attr: nsAttr(uid, gid, r.ns.pool != nil), cgroup: cg, spec: spec}
+	if warm != nil {
+		w := warm
+		warm = nil
+		res, err = w.run(ctx, launch)
+	} else {
+		res, err = r.launchInit(ctx, launch)
+	}
 	if err != nil {
 		var se *SetupError
 		if errors.As(err, &se) && se.Step == stepStartInit {

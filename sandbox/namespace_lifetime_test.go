@@ -176,7 +176,7 @@ func TestNothingIsLeftBehind(t *testing.T) {
 			ents, err := os.ReadDir(parent)
 			require.NoError(t, err)
 			for _, e := range ents {
-				require.False(t, strings.HasPrefix(e.Name(), filepath.Base(scratch)), "cgroup %s left", e.Name())
+				require.False(t, strings.Contains(e.Name(), filepath.Base(scratch)), "cgroup %s left", e.Name())
 			}
 		}
 	}
@@ -221,4 +221,37 @@ func TestExitStatusAndSignalAreReported(t *testing.T) {
 	require.Equal(t, 0, o.res.ExitCode)
 	o = runIn(t, r, Spec{Argv: sh("cat"), Stdin: strings.NewReader("piped\n")})
 	require.Equal(t, "piped\n", o.stdout)
+}
+
+// TestPrestartedInitsRunLikeColdOnes runs the warm path (Config.Prestart)
+// through the properties that depend on how the init was started: identity
+// and view, stdio, exit status, setup failure, timeout, cleanup.
+func TestPrestartedInitsRunLikeColdOnes(t *testing.T) {
+	cold := nsRunner(t)
+	r, err := New(Config{Isolation: IsolationNamespace, ScratchRoot: cold.cfg.ScratchRoot, Prestart: 2})
+	require.NoError(t, err)
+	r.ns.noLayer = true
+	probe := sh(`cat; grep -E '^(CapEff|NoNewPrivs):' /proc/self/status; test ! -e /root && echo isolated; echo $$; echo err >&2; exit 3`)
+	for i := range 4 {
+		o := runIn(t, r, Spec{Argv: probe, Stdin: strings.NewReader(fmt.Sprintf("in%d\n", i))})
+		require.Equal(t, fmt.Sprintf("in%d\nCapEff:\t0000000000000000\nNoNewPrivs:\t1\nisolated\n1\n", i), o.stdout)
+		require.Equal(t, "err\n", o.stderr)
+		require.Equal(t, 3, o.res.ExitCode)
+	}
+	require.Eventually(t, func() bool { return len(r.ns.warm) == 2 }, 20*time.Second, 5*time.Millisecond, "the pool refills")
+
+	scratch := hostDir(t)
+	_, err = r.Run(context.Background(), Spec{Argv: sh("touch $HOME/ran"), Scratch: scratch, Limits: Limits{TmpSize: -1}})
+	var se *SetupError
+	require.ErrorAs(t, err, &se)
+	require.Equal(t, "mount /tmp", se.Step)
+	require.NoFileExists(t, filepath.Join(scratch, "ran"))
+
+	m := sleepMarker()
+	o := runIn(t, r, Spec{Argv: sh(`(setsid sleep ` + m + ` &); sleep ` + m), Limits: Limits{Wall: 300 * time.Millisecond}})
+	require.True(t, o.res.TimedOut)
+	require.Empty(t, pidsWithArg(t, m))
+	if r.ns.pool != nil {
+		require.Empty(t, r.ns.pool.quarantinedUIDs())
+	}
 }

@@ -98,7 +98,7 @@ func TestReleaseUIDQuarantinesWhenTeardownIsIncomplete(t *testing.T) {
 	require.NoError(t, err)
 	q := exec.Command("/bin/sleep", "60")
 	require.NoError(t, q.Start())
-	require.NoError(t, cg.attach(q.Process.Pid))
+	require.NoError(t, cg.attach(q.Process.Pid, false))
 	t.Cleanup(func() { _ = q.Process.Kill(); _ = q.Wait(); _ = cg.remove() })
 	require.Error(t, r.releaseUID(uid, "", cg))
 	require.Contains(t, r.ns.pool.quarantinedUIDs(), uid)

@@ -84,6 +84,9 @@ type cli struct {
 	Hosts   hostsCmd   `cmd:"" help:"List the worker hosts in the registry."`
 	Exec    execCmd    `cmd:"" help:"Run one command somewhere in the fleet, streaming its output; exits with its status."`
 	Verify  verifyCmd  `cmd:"" help:"Check a batch of proofs in sandboxes and report verdicts (exit 1 only if some could not be checked)."`
+
+	Sandbox sandboxCmd `cmd:"" help:"Run one command in a sandbox, like bwrap."`
+	Doctor  doctorCmd  `cmd:"" help:"Launch a probe sandbox and report what isolation this host supports, and how to fix what is missing."`
 }
 
 func run(ctx, hard context.Context, args []string, io stdio) error {
