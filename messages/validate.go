@@ -2,7 +2,6 @@ package messages
 
 import (
 	"path"
-	"regexp"
 	"strings"
 	"unicode/utf8"
 )
@@ -20,12 +19,12 @@ const (
 )
 
 var (
-	idPattern   = regexp.MustCompile(`^[A-Za-z0-9_-]{1,128}$`)
-	namePattern = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,63}$`) // pool, profile: no "_", it joins consumer names
-	envPattern  = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	idPattern   = NewLazyRegexp(`^[A-Za-z0-9_-]{1,128}$`)
+	namePattern = NewLazyRegexp(`^[a-z0-9][a-z0-9-]{0,63}$`) // pool, profile: no "_", it joins consumer names
+	envPattern  = NewLazyRegexp(`^[A-Za-z_][A-Za-z0-9_]*$`)
 	// replyPattern accepts plain subjects: tokens of printable non-space
 	// ASCII without wildcards.
-	replyPattern = regexp.MustCompile(`^[!-)+-=?-~]+(\.[!-)+-=?-~]+)*$`)
+	replyPattern = NewLazyRegexp(`^[!-)+-=?-~]+(\.[!-)+-=?-~]+)*$`)
 )
 
 // reservedEnv are set by the sandbox and cannot be overridden by a task.

@@ -5,14 +5,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 
 	"github.com/warrenhq/warren/messages"
 	"github.com/warrenhq/warren/sandbox"
 )
 
-var coqIdent = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_']*$`)
+var coqIdent = messages.NewLazyRegexp(`^[A-Za-z_][A-Za-z0-9_']*$`)
 
 // coqCheck is one Coq check in progress: three sandboxed steps.
 //

@@ -2,7 +2,7 @@ package verify
 
 import (
 	"fmt"
-	"regexp"
+	"github.com/warrenhq/warren/messages"
 	"strings"
 )
 
@@ -13,7 +13,7 @@ type assumptions struct {
 	unsafe []string // constants relying on disabled guard/positivity/universe checks
 }
 
-var coqQualid = regexp.MustCompile(`^[\p{L}_][\p{L}\p{N}_']*(\.[\p{L}_][\p{L}\p{N}_']*)*$`)
+var coqQualid = messages.NewLazyRegexp(`^[\p{L}_][\p{L}\p{N}_']*(\.[\p{L}_][\p{L}\p{N}_']*)*$`)
 
 var unsafeSuffixes = []string{
 	" relies on an unsafe hierarchy.",

@@ -2,7 +2,6 @@ package verify
 
 import (
 	"fmt"
-	"regexp"
 	"strings"
 
 	"github.com/warrenhq/warren/messages"
@@ -13,7 +12,7 @@ import (
 var leanUnsafe = []string{"debug.skipKernelTC", "addDeclWithoutChecking", "implemented_by", "@[extern"}
 
 // leanAxiomsRe matches a #print axioms answer for one constant.
-var leanAxiomsRe = regexp.MustCompile(`(?s)^'([^']+)' (?:depends on axioms: \[(.*)\]|does not depend on any axioms)$`)
+var leanAxiomsRe = messages.NewLazyRegexp(`(?s)^'([^']+)' (?:depends on axioms: \[(.*)\]|does not depend on any axioms)$`)
 
 // parseLeanAxioms finds the #print axioms answer about name among info
 // messages. Exactly one must exist.

@@ -3,9 +3,9 @@ package verify
 import (
 	"cmp"
 	"fmt"
+	"github.com/warrenhq/warren/messages"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 
 	"sigs.k8s.io/yaml"
@@ -137,7 +137,7 @@ type PoolConfig struct {
 	Prewarm *int `json:"prewarm,omitempty"`
 }
 
-var profileName = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,63}$`)
+var profileName = messages.NewLazyRegexp(`^[a-z0-9][a-z0-9-]{0,63}$`)
 
 // LoadProfiles reads a profile file, YAML or JSON (JSON is YAML), refusing
 // unknown fields, and returns it with defaults filled and validated.
