@@ -9,15 +9,11 @@ type cancelCmd struct {
 }
 
 func (c *cancelCmd) Run(g *globals) error {
-	s, err := g.open(g.Ctx, "warren-cancel", false)
+	s, client, err := g.client("warren-cancel", false)
 	if err != nil {
 		return err
 	}
 	defer s.Close()
-	client, err := newSchedulerClient(g, s)
-	if err != nil {
-		return err
-	}
 	if err := client.Cancel(g.Ctx, c.Batch, c.Attempt, c.Task, c.Reason); err != nil {
 		return err
 	}

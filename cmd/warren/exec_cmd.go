@@ -56,15 +56,11 @@ func (c *execCmd) Run(g *globals) error {
 		}
 		task.Stdin = string(data)
 	}
-	s, err := g.open(g.Ctx, "warren-exec", true)
+	s, client, err := g.client("warren-exec", true)
 	if err != nil {
 		return err
 	}
 	defer s.Close()
-	client, err := newSchedulerClient(g, s)
-	if err != nil {
-		return err
-	}
 	res, err := client.Exec(g.Ctx, task, g.IO.Out, g.IO.Err)
 	if errors.Is(err, context.Canceled) {
 		fmt.Fprintln(g.IO.Err, "warren: interrupted; the task was cancelled")

@@ -16,15 +16,11 @@ type hostsCmd struct {
 }
 
 func (c *hostsCmd) Run(g *globals) error {
-	s, err := g.open(g.Ctx, "warren-hosts", false)
+	s, client, err := g.client("warren-hosts", false)
 	if err != nil {
 		return err
 	}
 	defer s.Close()
-	client, err := newSchedulerClient(g, s)
-	if err != nil {
-		return err
-	}
 	hosts, err := client.Hosts(g.Ctx)
 	if err != nil {
 		return err

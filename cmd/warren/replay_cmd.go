@@ -27,15 +27,11 @@ func (c *replayCmd) Run(g *globals) error {
 	if err != nil {
 		return err
 	}
-	s, err := g.open(g.Ctx, "warren-replay", c.Wait)
+	s, client, err := g.client("warren-replay", c.Wait)
 	if err != nil {
 		return err
 	}
 	defer s.Close()
-	client, err := newSchedulerClient(g, s)
-	if err != nil {
-		return err
-	}
 	rep, err := client.Replay(g.Ctx, scheduler.ReplayOptions{
 		Batch: c.Batch, FromSeq: c.FromSeq, ToSeq: c.ToSeq, Since: since, Until: until,
 	})

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 
 	"github.com/warrenhq/warren/messages"
@@ -23,15 +22,11 @@ type resultsCmd struct {
 }
 
 func (c *resultsCmd) Run(g *globals) error {
-	s, err := g.open(g.Ctx, "warren-results", !c.NoWait)
+	s, client, err := g.client("warren-results", !c.NoWait)
 	if err != nil {
 		return err
 	}
 	defer s.Close()
-	client, err := newSchedulerClient(g, s)
-	if err != nil {
-		return err
-	}
 	return collectResults(g, client, scheduler.CollectOptions{Batch: c.Batch, Attempt: c.Attempt, NoWait: c.NoWait}, c.Out)
 }
 
@@ -39,24 +34,54 @@ func newSchedulerClient(g *globals, s *session) (*scheduler.Client, error) {
 	return scheduler.New(s.NC, scheduler.Config{Logger: g.Log})
 }
 
+// client opens a session (see open) and a scheduler client on it.
+func (g *globals) client(name string, needWorker bool) (*session, *scheduler.Client, error) {
+	s, err := g.open(g.Ctx, name, needWorker)
+	if err != nil {
+		return nil, nil, err
+	}
+	c, err := newSchedulerClient(g, s)
+	if err != nil {
+		s.Close()
+		return nil, nil, err
+	}
+	return s, c, nil
+}
+
+// output is a buffered writer on the file path, or on stdout when path is
+// empty; close flushes it and closes the file.
+func (g *globals) output(path string) (*bufio.Writer, func() error, error) {
+	if path == "" {
+		bw := bufio.NewWriter(g.IO.Out)
+		return bw, bw.Flush, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	bw := bufio.NewWriter(f)
+	return bw, func() error {
+		ferr := bw.Flush()
+		if cerr := f.Close(); ferr == nil {
+			ferr = cerr
+		}
+		return ferr
+	}, nil
+}
+
 // collectResults writes one JSON result per line to out (stdout when
 // empty), with progress on stderr while waiting. Interrupted, it keeps what
 // was written and exits 130; `warren results BATCH` resumes.
 func collectResults(g *globals, client *scheduler.Client, o scheduler.CollectOptions, out string) (err error) {
-	var w io.Writer = g.IO.Out
-	if out != "" {
-		f, err := os.Create(out)
-		if err != nil {
-			return err
-		}
-		defer func() {
-			if cerr := f.Close(); err == nil {
-				err = cerr
-			}
-		}()
-		w = f
+	bw, closeOut, err := g.output(out)
+	if err != nil {
+		return err
 	}
-	bw := bufio.NewWriter(w)
+	defer func() {
+		if cerr := closeOut(); err == nil {
+			err = cerr
+		}
+	}()
 	enc := json.NewEncoder(bw)
 	o.OnResult = func(r *messages.Result) error { return enc.Encode(r) }
 	if !o.NoWait {

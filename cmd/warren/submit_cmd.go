@@ -30,15 +30,11 @@ func (c *submitCmd) Run(g *globals) error {
 	if err != nil {
 		return err
 	}
-	s, err := g.open(g.Ctx, "warren-submit", c.Wait)
+	s, client, err := g.client("warren-submit", c.Wait)
 	if err != nil {
 		return err
 	}
 	defer s.Close()
-	client, err := newSchedulerClient(g, s)
-	if err != nil {
-		return err
-	}
 	rep, err := client.Publish(g.Ctx, b)
 	if err != nil {
 		return err

@@ -1,11 +1,9 @@
 package main
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"sort"
 	"strings"
 	"time"
@@ -49,15 +47,11 @@ func (c *verifyCmd) Run(g *globals) (err error) {
 	if err != nil {
 		return err
 	}
-	s, err := g.open(g.Ctx, "warren-verify", true)
+	s, client, err := g.client("warren-verify", true)
 	if err != nil {
 		return err
 	}
 	defer s.Close()
-	client, err := newSchedulerClient(g, s)
-	if err != nil {
-		return err
-	}
 	start := time.Now()
 	rep, err := client.Publish(g.Ctx, b)
 	if err != nil {
@@ -66,20 +60,15 @@ func (c *verifyCmd) Run(g *globals) (err error) {
 	fmt.Fprintf(g.IO.Err, "verifying %d proofs, batch %s\n", rep.Total, rep.Batch)
 	warnUnserved(g, client, b.Tasks)
 
-	var w io.Writer = g.IO.Out
-	if c.Out != "" {
-		f, err := os.Create(c.Out)
-		if err != nil {
-			return err
-		}
-		defer func() {
-			if cerr := f.Close(); err == nil {
-				err = cerr
-			}
-		}()
-		w = f
+	bw, closeOut, err := g.output(c.Out)
+	if err != nil {
+		return err
 	}
-	bw := bufio.NewWriter(w)
+	defer func() {
+		if cerr := closeOut(); err == nil {
+			err = cerr
+		}
+	}()
 	enc := json.NewEncoder(bw)
 	sum := newVerifySummary()
 	prog := scheduler.NewProgress(g.IO.Err, rep.Total, scheduler.ProgressOptions{Label: "verify"})
