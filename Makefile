@@ -27,6 +27,7 @@ deps: ## Install the Debian packages the tests and demo need (as root) if missin
 
 build: ## Build bin/warren
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/warren
+	CGO_ENABLED=0 $(GO) build -o $(dir $(BIN))warren-sandbox-init ./cmd/warren-sandbox-init
 
 test: deps build ## Run every test: root suite, unprivileged sandbox suite, race detector on the queue
 	$(MAKE) --no-print-directory test-go

@@ -143,8 +143,21 @@ func (c cgroupSupport) create(name string, memory, pids int64) (*runCgroup, erro
 		}
 		cg.dirs[ctrl] = dir
 	}
+	if err := cg.setLimits(memory, pids); err != nil {
+		cg.remove()
+		return nil, err
+	}
+	return cg, nil
+}
+
+// setLimits writes the memory and pids limits (a warm sandbox's cgroup
+// gets the task's own when the task arrives).
+func (cg *runCgroup) setLimits(memory, pids int64) error {
+	if cg == nil {
+		return nil
+	}
 	var writes [][2]string
-	if c.Version == 1 {
+	if cg.version == 1 {
 		writes = [][2]string{
 			{filepath.Join(cg.dirs["memory"], "memory.limit_in_bytes"), strconv.FormatInt(memory, 10)},
 			{filepath.Join(cg.dirs["pids"], "pids.max"), strconv.FormatInt(pids, 10)},
@@ -158,11 +171,10 @@ func (c cgroupSupport) create(name string, memory, pids int64) (*runCgroup, erro
 	}
 	for _, w := range writes {
 		if err := os.WriteFile(w[0], []byte(w[1]), 0); err != nil && !(strings.HasSuffix(w[0], "swap.max") && errors.Is(err, os.ErrNotExist)) {
-			cg.remove()
-			return nil, err
+			return err
 		}
 	}
-	return cg, nil
+	return nil
 }
 
 // v2Dir is the directory to pass as CgroupFD (v2 only).

@@ -6,8 +6,12 @@
 //	// err: *SetupError (the command never ran), ErrUnavailable, ErrInvalidSpec
 //	// res: ExitCode, Signal, TimedOut, PeakMemory, InForce ("namespace"), ResourceLimits
 //
-// Every binary that runs sandboxes must call MaybeInit first thing in main
-// (and in TestMain): the sandbox init is this same binary re-executed.
+// The sandbox init (package sandbox/initproc) is the small binary
+// cmd/warren-sandbox-init, found next to the worker's executable (`make
+// build` installs both) or named by Config.InitPath; without one, the
+// worker's own binary is re-executed as the init, so every binary that runs
+// sandboxes must still call MaybeInit first thing in main (and in
+// TestMain). Close a Runner when done: it holds warm sandboxes.
 //
 // # Namespaces
 //
@@ -15,10 +19,10 @@
 // cgroup namespaces, plus (when the kernel's Landlock ABI meets
 // Config.LandlockMinABI) the Landlock+seccomp layer applied by the same init
 // as its last restriction before exec; Result.InForce says which
-// ("namespace" or "namespace+landlock+seccomp"). The worker clones the init (/proc/self/exe with argv[0]
-// "warren-sandbox-init") straight into them and sends it an initConfig on a
-// pipe; the init builds the view, drops everything and execs the command,
-// which becomes pid 1 of its pid namespace. So:
+// ("namespace" or "namespace+landlock+seccomp"). The worker clones the
+// init straight into them and sends it an initConfig on a pipe; the init
+// builds the view, drops everything and execs the command, which becomes
+// pid 1 of its pid namespace. So:
 //
 //   - when the command exits, the kernel kills everything it started,
 //     double-forked setsid daemons included, before Run returns;
@@ -46,12 +50,41 @@
 // caps across its own exec) and clears all of them before exec'ing the
 // command.
 //
-// Start cost: the init is this (large) binary re-executed, so a cold run
-// pays clone + Go runtime start + package init before any setup.
-// Config.Prestart keeps that many inits started ahead, each cloned with its
-// uid and blocked on its config, on the goroutine (locked thread) that will
-// serve its run; their stdio are pipes pumped to the Spec's, so runs whose
-// stdio are *os.File start cold. docs/benchmarks.md has the numbers.
+// # Start cost: warm sandboxes and the lean init
+//
+// Config.Prestart keeps that many warm sandboxes per view: an init cloned
+// into fresh namespaces with its uid mapped, attached to a fresh cgroup,
+// that has built the whole view (root tmpfs, binds, /dev, /proc, /tmp, a
+// fresh scratch directory bound at its place, pivot_root, network) and
+// blocks reading its task. The view depends only on the warm key
+// (Spec.ReadOnly, Spec.Network, Limits.TmpSize; the Landlock layer is per
+// Runner): a run whose key matches takes a warm sandbox, the worker writes
+// the task's files into its scratch directory, sets the cgroup limits and
+// sends the task (argv, env, cwd, rlimits, Landlock layer); the init
+// applies those and execs. Anything else starts cold, and its view gets a
+// pool of its own (at most 4 views; the least recently used is dropped).
+// Each warm sandbox serves exactly one run and is never reused; the pool
+// refills in the background once the run that emptied it is over (so the
+// refill does not compete with it for the CPU). A warm sandbox whose
+// setup fails is discarded with the step logged; the run starts cold. Its
+// stdio are pipes the worker copies to and from the Spec's, so runs whose
+// stdio are *os.File (a terminal), or with Spec.Scratch, start cold. Each
+// idle one holds a sandbox uid, a scratch directory, a cgroup and a few
+// MB; it dies with the worker (Pdeathsig on the locked thread that serves
+// it) and Runner.Close kills and reaps them and releases all of that. A
+// toolchain symlink retargeted after a warm view was built is seen with
+// its old target until that sandbox is used.
+//
+// The Landlock mode keeps warm sandboxes the same way (key: Spec.ReadOnly
+// and Spec.Network): uid, home with its TMPDIR, cgroup, and an init that
+// has made itself a session leader and waits, as the worker's user and
+// unrestricted, for its task; everything else (files, limits, rlimits,
+// Landlock, seccomp, the uid drop) happens when the task arrives.
+//
+// A cold run pays the init's start: the dedicated init is a static ~3 MB
+// binary (x/sys and go-landlock only; the seccomp program arrives
+// assembled) that starts in ~5 ms where the 32 MB worker binary took ~24.
+// docs/benchmarks.md has the numbers.
 //
 // # Filesystem
 //
@@ -117,7 +150,10 @@
 //     shows a path relative to it; no cgroup fs is mounted inside.
 //   - A worker killed by SIGKILL leaves its runs' scratch directories (the
 //     processes die; nobody is left to remove files) and, as root, their
-//     cgroups.
+//     cgroups, until the next Runner on that scratch root starts: names
+//     carry their owner (worker pid and start time) and New sweeps those
+//     of dead owners (under its own cgroup only; names from before this
+//     scheme are left alone).
 //   - The command is pid 1: signals from inside its namespace without a
 //     handler are ignored by it, and it reaps (or not) its own zombies.
 //   - Linux x86_64 and arm64 only.

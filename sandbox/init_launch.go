@@ -41,6 +41,8 @@ type startedInit struct {
 	confW   *os.File // the init's lifeline: closed once the run is over
 	statusR *os.File
 	start   time.Time
+	// attached: the init is in its cgroup already (a warm sandbox).
+	attached bool
 }
 
 func (s *startedInit) close() {
@@ -56,7 +58,7 @@ func (r *Runner) launchInit(ctx context.Context, l initLaunch) (*Result, error) 
 	// on its thread until the init is reaped.
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	s, err := startInit(l.attr, l.cgroup.v2Dir(), l.spec.Stdin, l.spec.Stdout, l.spec.Stderr)
+	s, err := startInit(r.init, l.attr, l.cgroup.v2Dir(), l.spec.Stdin, l.spec.Stdout, l.spec.Stderr)
 	if err != nil {
 		return nil, err
 	}
@@ -66,7 +68,7 @@ func (r *Runner) launchInit(ctx context.Context, l initLaunch) (*Result, error) 
 
 // startInit clones the init. The caller's goroutine must be locked to its
 // OS thread until the init is reaped (Pdeathsig).
-func startInit(attr *syscall.SysProcAttr, cgroupV2Dir string, stdin io.Reader, stdout, stderr io.Writer) (*startedInit, error) {
+func startInit(init initBinary, attr *syscall.SysProcAttr, cgroupV2Dir string, stdin io.Reader, stdout, stderr io.Writer) (*startedInit, error) {
 	confR, confW, err := os.Pipe()
 	if err != nil {
 		return nil, &SetupError{Step: "config pipe", Err: err}
@@ -78,7 +80,7 @@ func startInit(attr *syscall.SysProcAttr, cgroupV2Dir string, stdin io.Reader, s
 		return nil, &SetupError{Step: "status pipe", Err: err}
 	}
 	cmd := &exec.Cmd{
-		Path:        "/proc/self/exe",
+		Path:        init.exec,
 		Args:        []string{initArg0},
 		Env:         []string{},
 		Stdin:       stdin,
@@ -111,7 +113,7 @@ func startInit(attr *syscall.SysProcAttr, cgroupV2Dir string, stdin io.Reader, s
 	statusW.Close()
 	if err != nil {
 		s.close()
-		return nil, &SetupError{Step: stepStartInit, Path: "/proc/self/exe", Err: err}
+		return nil, &SetupError{Step: stepStartInit, Path: init.path, Err: err}
 	}
 	return s, nil
 }
@@ -129,11 +131,13 @@ func (s *startedInit) finish(ctx context.Context, l initLaunch) (*Result, error)
 		_ = cmd.Wait()
 		return nil, se
 	}
-	if err := l.cgroup.attach(cmd.Process.Pid, l.cgroup.v2Dir() != "" && !cmd.SysProcAttr.UseCgroupFD); err != nil {
-		return fail(&SetupError{Step: "attach cgroup", Err: err})
+	if !s.attached {
+		if err := l.cgroup.attach(cmd.Process.Pid, l.cgroup.v2Dir() != "" && !cmd.SysProcAttr.UseCgroupFD); err != nil {
+			return fail(&SetupError{Step: "attach cgroup", Err: err})
+		}
 	}
 	// The init blocks on its config until it is in its cgroup.
-	if err := json.NewEncoder(s.confW).Encode(l.cfg); err != nil {
+	if err := writeJSON(s.confW, l.cfg); err != nil {
 		return fail(&SetupError{Step: "send config", Err: err})
 	}
 
@@ -161,17 +165,19 @@ func (s *startedInit) finish(ctx context.Context, l initLaunch) (*Result, error)
 		if len(status) > 0 && status[0] == initStatusExec {
 			status = status[1:]
 		}
-		var f initFailure
-		if len(status) == 0 || json.Unmarshal(status, &f) != nil {
-			if timedOut.Load() || ctx.Err() != nil {
-				return fail(&SetupError{Step: "setup", Err: context.DeadlineExceeded})
-			}
-			return fail(&SetupError{Step: "init", Err: errInitDied})
+		if len(status) == 0 && (timedOut.Load() || ctx.Err() != nil) {
+			return fail(&SetupError{Step: "setup", Err: context.DeadlineExceeded})
 		}
-		return fail(f.setupError())
+		return fail(parseFailure(status))
 	}
 
+	if os.Getenv("ZZT") != "" {
+		println("exec marker", time.Since(s.start).Microseconds())
+	}
 	waitErr := cmd.Wait()
+	if os.Getenv("ZZT") != "" {
+		println("waited", time.Since(s.start).Microseconds())
+	}
 	kill() // nothing of the run outlives it
 	if cmd.ProcessState == nil {
 		return nil, errors.Join(errors.New("sandbox: wait"), waitErr)
@@ -182,4 +188,24 @@ func (s *startedInit) finish(ctx context.Context, l initLaunch) (*Result, error)
 		res.PeakMemory = peak
 	}
 	return res, nil
+}
+
+// writeJSON sends one message to the init in a single write.
+func writeJSON(w io.Writer, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(b, '\n'))
+	return err
+}
+
+// parseFailure turns the init's failure report into a *SetupError; no
+// report means the init died during setup.
+func parseFailure(status []byte) *SetupError {
+	var f initFailure
+	if len(status) == 0 || json.Unmarshal(status, &f) != nil {
+		return &SetupError{Step: "init", Err: errInitDied}
+	}
+	return setupErrorOf(f)
 }

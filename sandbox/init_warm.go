@@ -2,23 +2,101 @@ package sandbox
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
-// warmInit is a namespace-mode init started ahead of its run: cloned into
-// fresh namespaces with its uid mapped, the Go runtime booted, blocked on
-// its config. A run that takes one skips the clone and the runtime start,
-// most of the start cost. Its stdio are pipes the worker copies to and
-// from the run's Spec (a pre-started process cannot be given the caller's
-// files), so runs whose Stdin/Stdout/Stderr are *os.File (a terminal)
-// start cold instead.
-type warmInit struct {
+// A warm sandbox is a namespace-mode sandbox built ahead of its task: the
+// init is cloned into fresh namespaces with its uid mapped, attached to a
+// fresh cgroup, and has built the whole view (root tmpfs, binds, /dev,
+// /proc, /tmp, a fresh scratch directory, pivot_root, network) before it
+// blocks reading the task. Only what depends on the task is left for the
+// run: its files written into the scratch directory by the worker, the
+// cgroup limits, then the init's chdir, rlimits, capability drop, Landlock
+// layer and exec. Each warm sandbox serves exactly one task; the pool
+// refills in the background.
+//
+// Its stdio are pipes the worker copies to and from the run's Spec (a
+// pre-started process cannot be given the caller's files), so runs whose
+// Stdin/Stdout/Stderr are *os.File (a terminal) start cold, as do runs with
+// a caller's scratch directory (Spec.Scratch).
+
+// maxWarmKeys bounds how many different views are kept warm at once; a new
+// one evicts the least recently used.
+const maxWarmKeys = 4
+
+// warmKey is what a warm sandbox's view depends on. A spec runs in a warm
+// sandbox only when its key matches exactly.
+type warmKey struct {
+	landlock bool   // the Landlock mode (no namespaces); else the namespace mode
+	readOnly string // Spec.ReadOnly, NUL-joined in order
+	network  Network
+	tmpSize  int64
+}
+
+func warmKeyOf(spec Spec) warmKey {
+	n := spec.Network
+	if n == "" {
+		n = NetworkNone
+	}
+	return warmKey{readOnly: strings.Join(spec.ReadOnly, "\x00"), network: n, tmpSize: spec.Limits.TmpSize}
+}
+
+// landlockKeyOf is the key of a Landlock-mode warm sandbox: its policy
+// depends on the toolchain paths and the network; there is no /tmp size.
+func landlockKeyOf(spec Spec) warmKey {
+	k := warmKeyOf(spec)
+	k.landlock, k.tmpSize = true, 0
+	return k
+}
+
+// spec is the part of a Spec the view is planned from.
+func (k warmKey) spec() Spec {
+	var ro []string
+	if k.readOnly != "" {
+		ro = strings.Split(k.readOnly, "\x00")
+	}
+	return Spec{ReadOnly: ro, Network: k.network, Limits: Limits{TmpSize: k.tmpSize}}
+}
+
+// warmState is the Runner's pool of warm sandboxes (nsState.warm).
+type warmState struct {
+	mu       sync.Mutex
+	pools    map[warmKey]*warmPool // nil when Config.Prestart is 0
+	closed   bool
+	disabled bool           // the kernel refused namespaces: stop trying
+	wg       sync.WaitGroup // refills and discards in flight
+	failed   int            // warm setups that failed (discarded)
+	// viewHook edits a warm view before it is built (tests: a setup that
+	// fails).
+	viewHook func(*nsConfig)
+}
+
+type warmPool struct {
+	ready    chan *warmSandbox
+	starting int
+	used     time.Time
+}
+
+// warmSandbox is one sandbox waiting for its task, served by its own
+// goroutine locked to the OS thread that cloned the init (the init's
+// Pdeathsig is tied to that thread).
+type warmSandbox struct {
+	landlock bool
 	uid, gid uint32
-	jobs     chan warmJob
+	pid      int // the init's host pid
+	scratch  nsScratch
+	cg       *runCgroup
+	jobs     chan warmJob  // one job; closed to discard the sandbox
+	done     chan struct{} // closed once the init is reaped and torn down
 }
 
 type warmJob struct {
@@ -32,26 +110,354 @@ type warmOut struct {
 	err error
 }
 
-// takeWarm returns a pre-started init if one is ready, and starts its
-// replacement in the background.
-func (r *Runner) takeWarm(spec Spec) *warmInit {
-	if r.ns.warm == nil || isFile(spec.Stdin) || isFile(spec.Stdout) || isFile(spec.Stderr) {
-		return nil
+// startWarm creates the warm pool of the default view (Config.Defaults,
+// no read-only paths, network none).
+func (r *Runner) startWarm() {
+	if r.cfg.Prestart == 0 || r.cfg.Isolation == IsolationNone {
+		return
 	}
+	r.ns.warm.mu.Lock()
+	r.ns.warm.pools = map[warmKey]*warmPool{}
+	k := warmKeyOf(Spec{Limits: r.cfg.Defaults})
+	if r.cfg.Isolation == IsolationLandlock {
+		k = landlockKeyOf(Spec{})
+	}
+	r.ns.warm.pools[k] = &warmPool{ready: make(chan *warmSandbox, r.cfg.Prestart), used: time.Now()}
+	r.refillLocked(k)
+	r.ns.warm.mu.Unlock()
+}
+
+// takeWarm returns a warm sandbox for spec if one is ready (creating the
+// pool of a view not seen before), and refill, which the caller calls once
+// its run is over: refilling during the run would compete with it for the
+// CPU on a small host.
+func (r *Runner) takeWarm(spec Spec, k warmKey) (w *warmSandbox, refill func()) {
+	refill = func() {}
+	if spec.Scratch != "" || isFile(spec.Stdin) || isFile(spec.Stdout) || isFile(spec.Stderr) {
+		return nil, refill
+	}
+	ws := &r.ns.warm
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	if ws.pools == nil || ws.closed || ws.disabled {
+		return nil, refill
+	}
+	p := ws.pools[k]
+	if p == nil {
+		if len(ws.pools) >= maxWarmKeys {
+			r.evictLocked()
+		}
+		p = &warmPool{ready: make(chan *warmSandbox, r.cfg.Prestart)}
+		ws.pools[k] = p
+	}
+	p.used = time.Now()
 	select {
-	case w := <-r.ns.warm:
-		go r.fillWarm()
-		return w
+	case w = <-p.ready:
 	default:
-		go r.fillWarm()
-		return nil
+	}
+	return w, func() {
+		ws.mu.Lock()
+		defer ws.mu.Unlock()
+		if !ws.closed {
+			r.refillLocked(k)
+		}
 	}
 }
 
-// fillWarm starts warm inits until the pool is full.
-func (r *Runner) fillWarm() {
-	for r.prestart() {
+// evictLocked drops the least recently used view and its sandboxes.
+func (r *Runner) evictLocked() {
+	ws := &r.ns.warm
+	var oldest warmKey
+	var t time.Time
+	for k, p := range ws.pools {
+		if t.IsZero() || p.used.Before(t) {
+			oldest, t = k, p.used
+		}
 	}
+	p := ws.pools[oldest]
+	delete(ws.pools, oldest)
+	for {
+		select {
+		case w := <-p.ready:
+			ws.wg.Add(1)
+			go func() { defer ws.wg.Done(); w.discard() }()
+			continue
+		default:
+		}
+		return
+	}
+}
+
+// refillLocked starts warm sandboxes for k in the background until its
+// pool is full or a start fails.
+func (r *Runner) refillLocked(k warmKey) {
+	r.ns.warm.wg.Add(1)
+	go func() {
+		defer r.ns.warm.wg.Done()
+		for r.prestart(k) {
+		}
+	}()
+}
+
+// prestart builds one warm sandbox for k and offers it to the pool. It
+// reports false when the pool is full, closed or the start failed.
+func (r *Runner) prestart(k warmKey) bool {
+	ws := &r.ns.warm
+	ws.mu.Lock()
+	p := ws.pools[k]
+	if ws.closed || ws.disabled || p == nil || p.starting+len(p.ready) >= cap(p.ready) {
+		ws.mu.Unlock()
+		return false
+	}
+	p.starting++
+	hook := ws.viewHook
+	ws.mu.Unlock()
+
+	w, err := r.newWarm(k, hook)
+
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	p.starting--
+	if err != nil {
+		ws.failed++
+		var se *SetupError
+		step := "?"
+		if errors.As(err, &se) {
+			step = se.Step
+		}
+		if errors.Is(err, ErrUnavailable) {
+			ws.disabled = true
+		}
+		r.log.Warn().Err(err).Str("step", step).Msg("a warm sandbox failed its setup and was discarded; runs start cold")
+		return false
+	}
+	if ws.closed || ws.pools[k] != p {
+		ws.wg.Add(1)
+		go func() { defer ws.wg.Done(); w.discard() }()
+		return false
+	}
+	p.ready <- w // never blocks: starting+len(ready) < cap was held
+	return true
+}
+
+// newWarm builds one warm sandbox: uid, scratch, cgroup, and an init that
+// has built the view and waits for its task. On failure everything it took
+// is given back and the error names the step.
+func (r *Runner) newWarm(k warmKey, hook func(*nsConfig)) (*warmSandbox, error) {
+	uid, gid := uint32(os.Getuid()), uint32(os.Getgid())
+	if r.ns.pool != nil {
+		u, err := r.ns.pool.acquire()
+		if err != nil {
+			return nil, &SetupError{Step: "acquire sandbox uid", Err: err}
+		}
+		uid, gid = u, u
+	}
+	w := &warmSandbox{landlock: k.landlock, uid: uid, gid: gid, jobs: make(chan warmJob, 1), done: make(chan struct{})}
+	giveBack := func(err error) (*warmSandbox, error) {
+		_ = w.teardown(r)
+		return nil, err
+	}
+	var err error
+	if w.scratch, err = r.newScratch(""); err != nil {
+		return giveBack(err)
+	}
+	if os.Geteuid() == 0 {
+		if err := os.Lchown(w.scratch.path, int(uid), int(gid)); err != nil {
+			return giveBack(&SetupError{Step: "chown scratch", Path: w.scratch.path, Err: err})
+		}
+	}
+	var ns *nsConfig
+	attr := &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	cgName := cgroupName(w.scratch, uid)
+	if k.landlock {
+		if err := makeLandlockTmp(w.scratch.path, uid, gid); err != nil {
+			return giveBack(err)
+		}
+		cgName = "ll-" + filepath.Base(w.scratch.path) + "-" + fmt.Sprint(uid)
+	} else {
+		if ns, err = planView(k.spec(), w.scratch.path); err != nil {
+			return giveBack(err)
+		}
+		if hook != nil {
+			hook(ns)
+		}
+		attr = nsAttr(uid, gid, r.ns.pool != nil)
+	}
+	w.cg, err = r.ns.cgroups.create(cgName, r.cfg.Defaults.Memory, r.cfg.Defaults.Processes)
+	if err != nil {
+		return giveBack(&SetupError{Step: "create cgroup", Err: err})
+	}
+	ready := make(chan error, 1)
+	go w.serve(r, attr, ns, ready)
+	if err := <-ready; err != nil {
+		<-w.done // reaped and torn down by serve
+		return nil, err
+	}
+	return w, nil
+}
+
+func cgroupName(s nsScratch, uid uint32) string {
+	return "warren-" + filepath.Base(s.path) + "-" + fmt.Sprint(uid)
+}
+
+// serve owns the warm init for its whole life, on one locked OS thread.
+// It reports on ready whether the view was built, then runs the one job
+// (or is discarded), tears the sandbox down and closes done.
+func (w *warmSandbox) serve(r *Runner, attr *syscall.SysProcAttr, ns *nsConfig, ready chan<- error) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	defer close(w.done)
+	teardown := func() {
+		if err := w.teardown(r); err != nil {
+			r.log.Error().Err(err).Uint32("uid", w.uid).Msg("warm sandbox teardown failed")
+		}
+	}
+	pipes, err := newStdioPipes()
+	if err != nil {
+		teardown()
+		ready <- &SetupError{Step: "stdio pipes", Err: err}
+		return
+	}
+	defer pipes.close()
+	s, err := startInit(r.init, attr, w.cg.v2Dir(), pipes.inR, pipes.outW, pipes.errW)
+	pipes.closeChildEnds()
+	if err != nil {
+		var se *SetupError
+		if errors.As(err, &se) && se.Step == stepStartInit {
+			se.Err = fmt.Errorf("%w: %w", ErrUnavailable, se.Err)
+		}
+		teardown()
+		ready <- err
+		return
+	}
+	defer s.close()
+	w.pid = s.cmd.Process.Pid
+	// Before its task the init has started nothing: killing it is enough.
+	kill := func() {
+		_ = s.cmd.Process.Kill()
+		_ = s.cmd.Wait()
+	}
+	if err := s.prepare(w.cg, ns); err != nil {
+		kill()
+		teardown()
+		ready <- err
+		return
+	}
+	ready <- nil
+
+	job, ok := <-w.jobs
+	if !ok {
+		kill()
+		teardown()
+		return
+	}
+	s.start = time.Now()
+	res, err := pipes.pump(job.l.spec, func() (*Result, error) { return s.finish(job.ctx, job.l) })
+	t1 := time.Now()
+	teardown()
+	if os.Getenv("ZZT") != "" {
+		println("finish", t1.Sub(s.start).Microseconds(), "teardown", time.Since(t1).Microseconds())
+	}
+	job.out <- warmOut{res: res, err: err}
+}
+
+// teardown gives back what the sandbox holds, as its mode's cold path
+// does: scratch (home), cgroup, and the uid once verified.
+func (w *warmSandbox) teardown(r *Runner) error {
+	if w.landlock {
+		return r.landlockTeardown(w.scratch, w.uid, w.cg)
+	}
+	return r.teardown(w.scratch, w.uid, w.cg)
+}
+
+// prepare attaches the init to its cgroup, sends the view and waits until
+// the init reports it built (or names the step that failed).
+func (s *startedInit) prepare(cg *runCgroup, ns *nsConfig) error {
+	if err := cg.attach(s.cmd.Process.Pid, cg.v2Dir() != "" && !s.cmd.SysProcAttr.UseCgroupFD); err != nil {
+		return &SetupError{Step: "attach cgroup", Err: err}
+	}
+	s.attached = true
+	if err := writeJSON(s.confW, &initConfig{Prepare: true, NS: ns}); err != nil {
+		return &SetupError{Step: "send view", Err: err}
+	}
+	var b [1]byte
+	if _, err := io.ReadFull(s.statusR, b[:]); err != nil {
+		return &SetupError{Step: "init", Err: errInitDied}
+	}
+	if b[0] == initStatusReady {
+		return nil
+	}
+	rest, _ := io.ReadAll(s.statusR)
+	return parseFailure(append(b[:], rest...))
+}
+
+// run hands the task to the warm sandbox's goroutine and waits for the
+// run to end and the sandbox to be torn down.
+func (w *warmSandbox) run(ctx context.Context, l initLaunch) (*Result, error) {
+	out := make(chan warmOut, 1)
+	w.jobs <- warmJob{ctx: ctx, l: l, out: out}
+	o := <-out
+	<-w.done
+	return o.res, o.err
+}
+
+// discard kills an unused warm sandbox and waits for its teardown.
+func (w *warmSandbox) discard() {
+	close(w.jobs)
+	<-w.done
+}
+
+// Close kills and reaps the Runner's warm sandboxes and releases their
+// uids, scratch directories and cgroups; runs in progress are not
+// affected, and later runs start cold. It is idempotent.
+func (r *Runner) Close() error {
+	ws := &r.ns.warm
+	ws.mu.Lock()
+	if ws.closed {
+		ws.mu.Unlock()
+		return nil
+	}
+	ws.closed = true
+	var idle []*warmSandbox
+	for k, p := range ws.pools {
+		for len(p.ready) > 0 {
+			idle = append(idle, <-p.ready)
+		}
+		delete(ws.pools, k)
+	}
+	ws.mu.Unlock()
+	for _, w := range idle {
+		w.discard()
+	}
+	ws.wg.Wait()
+	return nil
+}
+
+// warmReady is how many warm sandboxes of spec's view are ready (tests).
+func (r *Runner) warmReady(k warmKey) int {
+	ws := &r.ns.warm
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	if p := ws.pools[k]; p != nil {
+		return len(p.ready)
+	}
+	return 0
+}
+
+// warmSandboxes lists the ready warm sandboxes of every view (tests).
+func (r *Runner) warmSandboxes() []*warmSandbox {
+	ws := &r.ns.warm
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	var all []*warmSandbox
+	for _, p := range ws.pools {
+		for range len(p.ready) {
+			w := <-p.ready
+			all = append(all, w)
+			p.ready <- w
+		}
+	}
+	return all
 }
 
 func isFile(x any) bool {
@@ -59,83 +465,56 @@ func isFile(x any) bool {
 	return ok
 }
 
-// prestart starts one warm init and offers it to the Runner. It reports
-// false when the pool is already full (or being filled) or the start failed.
-func (r *Runner) prestart() bool {
-	r.ns.warmMu.Lock()
-	if r.ns.warmStarting+len(r.ns.warm) >= cap(r.ns.warm) {
-		r.ns.warmMu.Unlock()
-		return false
-	}
-	r.ns.warmStarting++
-	r.ns.warmMu.Unlock()
-	defer func() {
-		r.ns.warmMu.Lock()
-		r.ns.warmStarting--
-		r.ns.warmMu.Unlock()
-	}()
-
-	uid, gid := uint32(os.Getuid()), uint32(os.Getgid())
-	if r.ns.pool != nil {
-		u, err := r.ns.pool.acquire()
-		if err != nil {
-			return false
-		}
-		uid, gid = u, u
-	}
-	w := &warmInit{uid: uid, gid: gid, jobs: make(chan warmJob)}
-	ready := make(chan bool, 1)
-	go w.serve(r, ready)
-	if !<-ready {
-		r.log.Warn().Uint32("uid", uid).Msg("pre-starting a sandbox init failed; runs start cold")
-		_ = r.releaseUID(uid, "", nil)
-		return false
-	}
-	r.ns.warm <- w
-	return true
+// stdioPipes connect a pre-started init to a Spec's stdio.
+type stdioPipes struct {
+	inR, inW, outR, outW, errR, errW *os.File
 }
 
-// serve owns the warm init for its whole life, on one locked OS thread
-// (the init's Pdeathsig is tied to the thread that cloned it).
-func (w *warmInit) serve(r *Runner, ready chan<- bool) {
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	inR, inW, err1 := os.Pipe()
-	outR, outW, err2 := os.Pipe()
-	errR, errW, err3 := os.Pipe()
-	if err1 != nil || err2 != nil || err3 != nil {
-		for _, f := range []*os.File{inR, inW, outR, outW, errR, errW} {
-			if f != nil {
-				f.Close()
-			}
-		}
-		ready <- false
-		return
+func newStdioPipes() (*stdioPipes, error) {
+	var p stdioPipes
+	var errs [3]error
+	p.inR, p.inW, errs[0] = os.Pipe()
+	p.outR, p.outW, errs[1] = os.Pipe()
+	p.errR, p.errW, errs[2] = os.Pipe()
+	if err := errors.Join(errs[:]...); err != nil {
+		p.close()
+		return nil, err
 	}
-	s, err := startInit(nsAttr(w.uid, w.gid, r.ns.pool != nil), "", inR, outW, errW)
-	inR.Close()
-	outW.Close()
-	errW.Close()
-	if err != nil {
-		inW.Close()
-		outR.Close()
-		errR.Close()
-		ready <- false
-		return
-	}
-	defer s.close()
-	ready <- true
+	return &p, nil
+}
 
-	job := <-w.jobs
-	spec := job.l.spec
+func (p *stdioPipes) files() []*os.File {
+	return []*os.File{p.inR, p.inW, p.outR, p.outW, p.errR, p.errW}
+}
+
+func (p *stdioPipes) close() {
+	for _, f := range p.files() {
+		if f != nil {
+			_ = f.Close()
+		}
+	}
+}
+
+// closeChildEnds closes the ends the init holds (it has its own copies).
+func (p *stdioPipes) closeChildEnds() {
+	for _, f := range []*os.File{p.inR, p.outW, p.errW} {
+		if f != nil {
+			_ = f.Close()
+		}
+	}
+}
+
+// pump copies spec's stdio to and from the pipes while run runs, then
+// drains what the task wrote.
+func (p *stdioPipes) pump(spec Spec, run func() (*Result, error)) (*Result, error) {
 	go func() {
 		if spec.Stdin != nil {
-			_, _ = io.Copy(inW, spec.Stdin)
+			_, _ = io.Copy(p.inW, spec.Stdin)
 		}
-		inW.Close()
+		_ = p.inW.Close()
 	}()
 	var copies sync.WaitGroup
-	pump := func(dst io.Writer, src *os.File) {
+	copyOut := func(dst io.Writer, src *os.File) {
 		defer copies.Done()
 		if dst == nil {
 			dst = io.Discard
@@ -143,9 +522,9 @@ func (w *warmInit) serve(r *Runner, ready chan<- bool) {
 		_, _ = io.Copy(dst, src)
 	}
 	copies.Add(2)
-	go pump(spec.Stdout, outR)
-	go pump(spec.Stderr, errR)
-	res, err := s.finish(job.ctx, job.l)
+	go copyOut(spec.Stdout, p.outR)
+	go copyOut(spec.Stderr, p.errR)
+	res, err := run()
 	// Every writer died with the pid namespace; bound the wait anyway, as
 	// exec.Cmd's WaitDelay does.
 	drained := make(chan struct{})
@@ -153,19 +532,9 @@ func (w *warmInit) serve(r *Runner, ready chan<- bool) {
 	select {
 	case <-drained:
 	case <-time.After(time.Second):
-		outR.Close()
-		errR.Close()
+		_ = p.outR.Close()
+		_ = p.errR.Close()
 		<-drained
 	}
-	outR.Close()
-	errR.Close()
-	job.out <- warmOut{res: res, err: err}
-}
-
-// run hands the launch to the warm init's goroutine and waits for it.
-func (w *warmInit) run(ctx context.Context, l initLaunch) (*Result, error) {
-	out := make(chan warmOut, 1)
-	w.jobs <- warmJob{ctx: ctx, l: l, out: out}
-	o := <-out
-	return o.res, o.err
+	return res, err
 }

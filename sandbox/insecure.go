@@ -96,7 +96,7 @@ func (r *Runner) prepareScratch(spec Spec) (string, func(), error) {
 	if spec.Scratch != "" {
 		return spec.Scratch, func() {}, nil
 	}
-	dir, err := os.MkdirTemp(r.cfg.ScratchRoot, "run-")
+	dir, err := os.MkdirTemp(r.cfg.ScratchRoot, scratchPrefix())
 	if err != nil {
 		return "", nil, &SetupError{Step: "create scratch", Path: r.cfg.ScratchRoot, Err: err}
 	}

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
+	"github.com/warrenhq/warren/sandbox/initproc"
 )
 
 // landlockABIInfo is what the kernel says about Landlock.
@@ -19,10 +20,6 @@ type landlockABIInfo struct {
 	// Err is why the ABI query failed, if it did.
 	Err error
 }
-
-// landlockErratumSignalScope is the errata bit of the ABI 6 signal-scoping
-// fix; without it the signal scope cannot be trusted.
-const landlockErratumSignalScope = 1 << 1
 
 // landlockABI queries the running kernel. It is cheap (two syscalls).
 func landlockABI() landlockABIInfo {
@@ -39,11 +36,7 @@ func landlockABI() landlockABIInfo {
 
 // landlockABIFrom derives the effective ABI from what the kernel reports.
 func landlockABIFrom(v, errata int) landlockABIInfo {
-	info := landlockABIInfo{Kernel: v, Effective: v, Errata: errata}
-	if v >= 6 && errata&landlockErratumSignalScope == 0 {
-		info.Effective = 5
-	}
-	return info
+	return landlockABIInfo{Kernel: v, Effective: initproc.EffectiveABI(v, errata), Errata: errata}
 }
 
 // require returns an error wrapping ErrUnavailable when the effective ABI is

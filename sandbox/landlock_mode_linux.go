@@ -40,6 +40,11 @@ func (r *Runner) runLandlock(ctx context.Context, spec Spec) (res *Result, err e
 			return nil, &SetupError{Step: "read-only path", Path: p, Err: err}
 		}
 	}
+	w, refill := r.takeWarm(spec, landlockKeyOf(spec))
+	defer refill()
+	if w != nil {
+		return r.runWarmLandlock(ctx, spec, w)
+	}
 	uid, gid := uint32(os.Getuid()), uint32(os.Getgid())
 	if r.ns.pool != nil {
 		u, err := r.ns.pool.acquire()
@@ -59,27 +64,72 @@ func (r *Runner) runLandlock(ctx context.Context, spec Spec) (res *Result, err e
 			r.log.Error().Err(terr).Uint32("uid", uid).Msg("landlock sandbox teardown failed")
 		}
 	}()
-	tmp := filepath.Join(home.path, ".tmp")
-	if err := os.Mkdir(tmp, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
-		return nil, &SetupError{Step: "create TMPDIR", Path: tmp, Err: err}
-	}
-	if err := os.Lchown(tmp, int(uid), int(gid)); err != nil {
-		return nil, &SetupError{Step: "chown TMPDIR", Path: tmp, Err: err}
+	if err := makeLandlockTmp(home.path, uid, gid); err != nil {
+		return nil, err
 	}
 	cg, err = r.ns.cgroups.create("ll-"+filepath.Base(home.path)+"-"+fmt.Sprint(uid), spec.Limits.Memory, spec.Limits.Processes)
 	if err != nil {
 		return nil, &SetupError{Step: "create cgroup", Err: err}
 	}
+	res, err = r.launchInit(ctx, initLaunch{
+		cfg:      r.landlockTask(spec, home.path, uid, gid),
+		attr:     &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL},
+		cgroup:   cg,
+		spec:     spec,
+		killTree: killSession,
+	})
+	if err != nil {
+		return nil, err
+	}
+	res.InForce = inForceLandlock
+	res.ResourceLimits = r.ns.cgroups.String()
+	return res, nil
+}
 
-	env, path := splitPath(buildEnv(spec.Env, home.path, tmp))
+// runWarmLandlock runs spec in a warm Landlock-mode sandbox: home, TMPDIR
+// and cgroup made, the init started and waiting. A failure discards it;
+// the task never ran in it.
+func (r *Runner) runWarmLandlock(ctx context.Context, spec Spec, w *warmSandbox) (*Result, error) {
+	if err := w.scratch.fill(spec, w.uid, w.gid); err != nil {
+		w.discard()
+		return nil, err
+	}
+	if err := w.cg.setLimits(spec.Limits.Memory, spec.Limits.Processes); err != nil {
+		w.discard()
+		return nil, &SetupError{Step: "set cgroup limits", Err: err}
+	}
+	res, err := w.run(ctx, initLaunch{cfg: r.landlockTask(spec, w.scratch.path, w.uid, w.gid), cgroup: w.cg, spec: spec, killTree: killSession})
+	if err != nil {
+		return nil, err
+	}
+	res.InForce = inForceLandlock
+	res.ResourceLimits = r.ns.cgroups.String()
+	return res, nil
+}
+
+// makeLandlockTmp creates the TMPDIR inside a Landlock-mode home.
+func makeLandlockTmp(home string, uid, gid uint32) error {
+	tmp := filepath.Join(home, ".tmp")
+	if err := os.Mkdir(tmp, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+		return &SetupError{Step: "create TMPDIR", Path: tmp, Err: err}
+	}
+	if err := os.Lchown(tmp, int(uid), int(gid)); err != nil {
+		return &SetupError{Step: "chown TMPDIR", Path: tmp, Err: err}
+	}
+	return nil
+}
+
+// landlockTask is the init's config for a Landlock-mode run.
+func (r *Runner) landlockTask(spec Spec, home string, uid, gid uint32) *initConfig {
+	env, path := splitPath(buildEnv(spec.Env, home, filepath.Join(home, ".tmp")))
 	cfg := &initConfig{
 		Argv:    spec.Argv,
 		Env:     env,
 		Path:    path,
-		Dir:     filepath.Join(home.path, spec.Cwd),
+		Dir:     filepath.Join(home, spec.Cwd),
 		Rlimits: limitsToRlimits(spec.Limits),
 		Landlock: newLandlockPolicy(landlockView{
-			Home:      home.path,
+			Home:      home,
 			Toolchain: spec.ReadOnly,
 			Network:   spec.Network,
 			MinABI:    r.cfg.LandlockMinABI,
@@ -88,25 +138,15 @@ func (r *Runner) runLandlock(ctx context.Context, spec Spec) (res *Result, err e
 	if r.ns.pool != nil {
 		cfg.Cred = &initCred{UID: int(uid), GID: int(gid)}
 	}
-	kill := func(p *os.Process) {
-		// The init made itself a session and group leader; escapees from
-		// the group are caught by the uid sweep (root) at teardown.
-		_ = unix.Kill(-p.Pid, unix.SIGKILL)
-		_ = p.Kill()
-	}
-	res, err = r.launchInit(ctx, initLaunch{
-		cfg:      cfg,
-		attr:     &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL},
-		cgroup:   cg,
-		spec:     spec,
-		killTree: kill,
-	})
-	if err != nil {
-		return nil, err
-	}
-	res.InForce = inForceLandlock
-	res.ResourceLimits = r.ns.cgroups.String()
-	return res, nil
+	return cfg
+}
+
+// killSession kills a Landlock-mode run: the init made itself a session
+// and group leader; escapees from the group are caught by the uid sweep
+// (root) at teardown.
+func killSession(p *os.Process) {
+	_ = unix.Kill(-p.Pid, unix.SIGKILL)
+	_ = p.Kill()
 }
 
 // landlockTeardown removes the home and, as root, sweeps the run's uid and

@@ -1,6 +1,16 @@
 package sandbox
 
-import "slices"
+import (
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/warrenhq/warren/sandbox/initproc"
+)
+
+// landlockMinABIDefault is the ABI floor: 6 brings TCP rules (4), device
+// ioctl (5) and the abstract-socket and signal scopes (6).
+const landlockMinABIDefault = 6
 
 // landlockView describes what a sandbox may touch, with paths as the child
 // sees them (inside the new root in the layered mode, host paths in the
@@ -58,6 +68,30 @@ func newLandlockPolicy(v landlockView) *landlockPolicy {
 		Devices:        slices.Clone(landlockDevices),
 		ReadWrite:      append([]string{v.Home}, v.Writable...),
 		DenyTCPConnect: none,
-		Seccomp:        &seccompPolicy{AllowInet: !none},
+		Seccomp:        (&seccompPolicy{AllowInet: !none}).assembled(),
 	}
+}
+
+// applyLandlock applies p to the calling process (initproc.ApplyLandlock,
+// as the init does), reporting a *SetupError that wraps ErrUnavailable
+// below the ABI floor. Used where this package's own binary applies a
+// policy (tests).
+func applyLandlock(p *landlockPolicy) error {
+	err := initproc.ApplyLandlock(p)
+	if err == nil {
+		return nil
+	}
+	step, path, cause, ok := initproc.StepOf(err)
+	if !ok {
+		step, cause = "landlock", err
+	}
+	if errors.Is(cause, initproc.ErrLandlockABI) {
+		// The worker's own check names what is missing and the fix.
+		if rerr := landlockABI().require(p.MinABI); rerr != nil {
+			cause = rerr
+		} else {
+			cause = fmt.Errorf("%w: %w", ErrUnavailable, cause)
+		}
+	}
+	return &SetupError{Step: step, Path: path, Err: cause}
 }

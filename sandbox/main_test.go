@@ -4,16 +4,61 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"testing"
 	"time"
 )
 
 func TestMain(m *testing.M) {
 	MaybeInit()
+	testInitPath = testInit()
 	if h := os.Getenv(helperEnv); h != "" {
 		os.Exit(helperMain(h))
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	if testInitBuilt != "" {
+		_ = os.RemoveAll(filepath.Dir(testInitBuilt))
+	}
+	os.Exit(code)
+}
+
+// testInitEnv names a prebuilt cmd/warren-sandbox-init for the suite (set
+// by mk/sandbox.mk, and by TestMain for the helper processes it starts).
+const testInitEnv = "WARREN_SANDBOX_TEST_INIT"
+
+// testInitBuilt is the init TestMain built (removed at the end).
+var testInitBuilt string
+
+// testInit returns the dedicated init the suite runs with, as production
+// does: the one named by testInitEnv, else one built now. Without a Go
+// toolchain the suite falls back to re-executing the test binary
+// (TestInitViaProcSelfExe covers that path in every run).
+func testInit() string {
+	if p := os.Getenv(testInitEnv); p != "" {
+		return p
+	}
+	dir, err := os.MkdirTemp("", "warren-init-")
+	if err == nil {
+		err = os.Chmod(dir, 0o755)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "sandbox tests: building the init:", err)
+		return ""
+	}
+	bin := filepath.Join(dir, initBinaryName)
+	// As `make build` does: static (no cgo, whose start costs ~2 ms).
+	cmd := exec.Command("go", "build", "-o", bin, "github.com/warrenhq/warren/cmd/warren-sandbox-init")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "sandbox tests: no Go toolchain to build the init (%v: %s); using /proc/self/exe\n", err, out)
+		_ = os.RemoveAll(dir)
+		return ""
+	}
+	testInitBuilt = bin
+	_ = os.Setenv(testInitEnv, bin)
+	return bin
 }
 
 // helperEnv makes the test binary act as a worker, for tests that must

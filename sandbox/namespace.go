@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -23,9 +24,7 @@ type nsState struct {
 	// layer's own properties (the layer is proven by its own tests).
 	noLayer bool
 
-	warm         chan *warmInit // pre-started inits; nil when Config.Prestart is 0
-	warmMu       sync.Mutex
-	warmStarting int
+	warm warmState // warm sandboxes (init_warm.go)
 }
 
 func (r *Runner) nsInit() {
@@ -34,10 +33,8 @@ func (r *Runner) nsInit() {
 		if os.Geteuid() == 0 {
 			r.ns.pool = sharedUIDPool(r.cfg.UIDBase, r.cfg.UIDCount)
 		}
-		if r.cfg.Prestart > 0 {
-			r.ns.warm = make(chan *warmInit, r.cfg.Prestart)
-			go r.fillWarm()
-		}
+		r.sweepStale()
+		r.startWarm()
 	})
 }
 
@@ -72,35 +69,26 @@ func (r *Runner) runNamespace(ctx context.Context, spec Spec) (res *Result, err 
 	if err := validateNSSpec(spec); err != nil {
 		return nil, err
 	}
+	w, refill := r.takeWarm(spec, warmKeyOf(spec))
+	defer refill()
+	if w != nil {
+		return r.runWarm(ctx, spec, w)
+	}
 	uid, gid := uint32(os.Getuid()), uint32(os.Getgid())
-	warm := r.takeWarm(spec)
-	switch {
-	case warm != nil:
-		uid, gid = warm.uid, warm.gid
-	case r.ns.pool != nil:
+	if r.ns.pool != nil {
 		u, err := r.ns.pool.acquire()
 		if err != nil {
 			return nil, &SetupError{Step: "acquire sandbox uid", Err: err}
 		}
 		uid, gid = u, u
 	}
-	// A warm init taken but not used is made to fail (empty config) so it
-	// is reaped before its uid is released.
-	discardWarm := func() {
-		if warm != nil {
-			_, _ = warm.run(ctx, initLaunch{cfg: &initConfig{}, spec: spec})
-			warm = nil
-		}
-	}
 	scratch, err := r.nsScratch(spec, uid, gid)
 	if err != nil {
-		discardWarm()
 		_ = r.releaseUID(uid, "", nil)
 		return nil, err
 	}
 	var cg *runCgroup
 	defer func() {
-		discardWarm()
 		terr := r.teardown(scratch, uid, cg)
 		if terr != nil && err == nil {
 			r.log.Error().Err(terr).Uint32("uid", uid).Msg("sandbox teardown failed")
@@ -111,41 +99,13 @@ func (r *Runner) runNamespace(ctx context.Context, spec Spec) (res *Result, err 
 	if err != nil {
 		return nil, err
 	}
-	cg, err = r.ns.cgroups.create("warren-"+filepath.Base(scratch.path)+"-"+fmt.Sprint(uid), spec.Limits.Memory, spec.Limits.Processes)
+	cg, err = r.ns.cgroups.create(cgroupName(scratch, uid), spec.Limits.Memory, spec.Limits.Processes)
 	if err != nil {
 		return nil, &SetupError{Step: "create cgroup", Err: err}
 	}
-	env := buildEnv(spec.Env, scratch.path, "/tmp")
-	path := minimalPath
-	for i, e := range env {
-		if p, ok := strings.CutPrefix(e, "PATH="); ok {
-			path = p
-			env = append(env[:i], env[i+1:]...)
-			break
-		}
-	}
-	cfg := &initConfig{
-		Argv:    spec.Argv,
-		Env:     env,
-		Path:    path,
-		Dir:     filepath.Join(scratch.path, spec.Cwd),
-		Rlimits: limitsToRlimits(spec.Limits),
-		NS:      ns,
-	}
-	// The Landlock layer (nil below the configured ABI floor), applied by
-	// the init after the view is built, with paths as seen inside it.
-	var layer string
-	if !r.ns.noLayer {
-		cfg.Landlock, layer = r.layeredLandlock(spec, scratch.path)
-	}
-	launch := initLaunch{cfg: cfg, attr: nsAttr(uid, gid, r.ns.pool != nil), cgroup: cg, spec: spec}
-	if warm != nil {
-		w := warm
-		warm = nil
-		res, err = w.run(ctx, launch)
-	} else {
-		res, err = r.launchInit(ctx, launch)
-	}
+	cfg, layer := r.taskConfig(spec, scratch.path)
+	cfg.NS = ns
+	res, err = r.launchInit(ctx, initLaunch{cfg: cfg, attr: nsAttr(uid, gid, r.ns.pool != nil), cgroup: cg, spec: spec})
 	if err != nil {
 		var se *SetupError
 		if errors.As(err, &se) && se.Step == stepStartInit {
@@ -157,6 +117,49 @@ func (r *Runner) runNamespace(ctx context.Context, spec Spec) (res *Result, err 
 	res.InForce = "namespace" + layer
 	res.ResourceLimits = r.ns.cgroups.String()
 	return res, nil
+}
+
+// runWarm runs spec in a warm sandbox whose view is built already: only
+// the task's files, its cgroup limits and the task phase of the init are
+// left. A failure discards the sandbox; the task never ran in it.
+func (r *Runner) runWarm(ctx context.Context, spec Spec, w *warmSandbox) (*Result, error) {
+	if err := w.scratch.fill(spec, w.uid, w.gid); err != nil {
+		w.discard()
+		return nil, err
+	}
+	if err := w.cg.setLimits(spec.Limits.Memory, spec.Limits.Processes); err != nil {
+		w.discard()
+		return nil, &SetupError{Step: "set cgroup limits", Err: err}
+	}
+	cfg, layer := r.taskConfig(spec, w.scratch.path)
+	res, err := w.run(ctx, initLaunch{cfg: cfg, cgroup: w.cg, spec: spec})
+	if err != nil {
+		return nil, err
+	}
+	res.InForce = "namespace" + layer
+	res.ResourceLimits = r.ns.cgroups.String()
+	return res, nil
+}
+
+// taskConfig is the task phase of a namespace-mode init: command,
+// environment, working directory, rlimits and (unless off) the Landlock
+// layer, with paths as seen inside the view. layer is what the Landlock
+// layer adds to Result.InForce.
+func (r *Runner) taskConfig(spec Spec, scratch string) (cfg *initConfig, layer string) {
+	env, path := splitPath(buildEnv(spec.Env, scratch, "/tmp"))
+	cfg = &initConfig{
+		Argv:    spec.Argv,
+		Env:     env,
+		Path:    path,
+		Dir:     filepath.Join(scratch, spec.Cwd),
+		Rlimits: limitsToRlimits(spec.Limits),
+	}
+	// The Landlock layer (nil below the configured ABI floor), applied by
+	// the init after the view is built, with paths as seen inside it.
+	if !r.ns.noLayer {
+		cfg.Landlock, layer = r.layeredLandlock(spec, scratch)
+	}
+	return cfg, layer
 }
 
 // nsAttr clones the init into new namespaces with uid/gid mapped 1:1. A
@@ -289,15 +292,30 @@ func (r *Runner) releaseUID(uid uint32, scratch string, cg *runCgroup) error {
 	return r.ns.pool.release(uid, func(uid uint32) error {
 		// Every process of the run is in its cgroup (it cannot leave: the
 		// cgroup fs is not in its view), so an empty cgroup proves they are
-		// gone; without one, scan /proc for the uid (slower).
-		if cg != nil {
-			if !cg.empty() {
-				return errors.New("processes left in the run's cgroup")
+		// gone; without one, scan /proc for live processes of the uid
+		// (zombies are dead: they only wait for a parent to reap them).
+		// The kernel finishes killing a pid namespace just after its init
+		// is reaped: allow it a moment.
+		var err error
+		deadline := time.Now().Add(releaseGrace)
+		for backoff := 100 * time.Microsecond; ; backoff = min(2*backoff, 20*time.Millisecond) {
+			err = nil
+			if cg != nil {
+				if !cg.empty() {
+					err = errors.New("processes left in the run's cgroup")
+				}
+			} else if pids, perr := livePIDsOfUID(uid); perr != nil {
+				err = perr
+			} else if len(pids) > 0 {
+				err = fmt.Errorf("processes of uid %d still alive: %v", uid, pids)
 			}
-		} else if pids, err := processesOfUID(uid); err != nil {
+			if err == nil || time.Now().After(deadline) {
+				break
+			}
+			time.Sleep(backoff)
+		}
+		if err != nil {
 			return err
-		} else if len(pids) > 0 {
-			return fmt.Errorf("processes of uid %d still alive: %v", uid, pids)
 		}
 		if scratch == "" {
 			return nil // not ours to remove (or never created)
@@ -308,3 +326,7 @@ func (r *Runner) releaseUID(uid uint32, scratch string, cg *runCgroup) error {
 		return nil
 	})
 }
+
+// releaseGrace bounds how long a teardown check waits for the processes
+// of a finished run to be gone before the uid is quarantined.
+const releaseGrace = time.Second

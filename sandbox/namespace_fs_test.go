@@ -284,19 +284,6 @@ func TestScratchSymlinksAreNotFollowedByTheWorker(t *testing.T) {
 	require.NoDirExists(t, "/etc/sub")
 }
 
-func TestOpenSourceRefusesSymlinks(t *testing.T) {
-	dir := hostDir(t)
-	require.NoError(t, os.MkdirAll(filepath.Join(dir, "real", "sub"), 0o755))
-	require.NoError(t, os.Symlink(filepath.Join(dir, "real"), filepath.Join(dir, "link")))
-	s, err := openSource(filepath.Join(dir, "real"))
-	require.NoError(t, err, "control: the resolved path opens")
-	require.NoError(t, unix.Close(s.fd))
-	_, err = openSource(filepath.Join(dir, "link", "sub"))
-	require.ErrorIs(t, err, unix.ELOOP, "a path through a symlink is refused")
-	_, err = openSource(filepath.Join(dir, "link"))
-	require.ErrorIs(t, err, unix.ELOOP)
-}
-
 func TestNestedMountUnderAReadOnlyPathIsNotCarried(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to mount on the host; the root CI run covers it")

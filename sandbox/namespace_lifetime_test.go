@@ -230,6 +230,7 @@ func TestPrestartedInitsRunLikeColdOnes(t *testing.T) {
 	cold := nsRunner(t)
 	r, err := New(Config{Isolation: IsolationNamespace, ScratchRoot: cold.cfg.ScratchRoot, Prestart: 2})
 	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, r.Close()) })
 	r.ns.noLayer = true
 	probe := sh(`cat; grep -E '^(CapEff|NoNewPrivs):' /proc/self/status; test ! -e /root && echo isolated; echo $$; echo err >&2; exit 3`)
 	for i := range 4 {
@@ -238,7 +239,7 @@ func TestPrestartedInitsRunLikeColdOnes(t *testing.T) {
 		require.Equal(t, "err\n", o.stderr)
 		require.Equal(t, 3, o.res.ExitCode)
 	}
-	require.Eventually(t, func() bool { return len(r.ns.warm) == 2 }, 20*time.Second, 5*time.Millisecond, "the pool refills")
+	require.Eventually(t, func() bool { return r.warmReady(warmKeyOf(Spec{Limits: r.cfg.Defaults})) == 2 }, 20*time.Second, 5*time.Millisecond, "the pool refills")
 
 	scratch := hostDir(t)
 	_, err = r.Run(context.Background(), Spec{Argv: sh("touch $HOME/ran"), Scratch: scratch, Limits: Limits{TmpSize: -1}})

@@ -123,6 +123,6 @@ func TestRunIsInItsOwnCgroup(t *testing.T) {
 	require.Contains(t, out, "pids:/", "control: the host child is in the worker's cgroup")
 	o := runIn(t, r, Spec{Argv: probe, Limits: Limits{Processes: 77}})
 	for _, l := range strings.Split(strings.TrimSpace(o.stdout), "\n") {
-		require.Regexp(t, `:(memory|pids):/warren-run-[0-9]+-[0-9]+$`, l, "relative to the worker's cgroup (the cgroup namespace root)")
+		require.Regexp(t, `:(memory|pids):/warren-run-[0-9]+\.[0-9]+-[0-9]+-[0-9]+$`, l, "relative to the worker's cgroup (the cgroup namespace root)")
 	}
 }

@@ -18,26 +18,45 @@ type nsScratch struct {
 // nsScratch creates the scratch directory (or takes spec.Scratch), writes
 // spec.Files into it, and hands it to the sandbox uid.
 func (r *Runner) nsScratch(spec Spec, uid, gid uint32) (nsScratch, error) {
+	s, err := r.newScratch(spec.Scratch)
+	if err != nil {
+		return s, err
+	}
+	if err := s.fill(spec, uid, gid); err != nil {
+		_ = s.cleanup()
+		return s, err
+	}
+	return s, nil
+}
+
+// newScratch creates a fresh scratch directory, or resolves the caller's.
+func (r *Runner) newScratch(caller string) (nsScratch, error) {
 	s := nsScratch{undo: func() error { return nil }}
-	if spec.Scratch != "" {
-		p, err := filepath.Abs(spec.Scratch)
+	if caller != "" {
+		p, err := filepath.Abs(caller)
 		if err == nil {
 			p, err = filepath.EvalSymlinks(p)
 		}
 		if err != nil {
-			return s, &SetupError{Step: "resolve scratch", Path: spec.Scratch, Err: err}
+			return s, &SetupError{Step: "resolve scratch", Path: caller, Err: err}
 		}
 		s.path = p
-	} else {
-		dir, err := os.MkdirTemp(r.cfg.ScratchRoot, "run-")
-		if err != nil {
-			return s, &SetupError{Step: "create scratch", Path: r.cfg.ScratchRoot, Err: err}
-		}
-		s.path, s.owned = dir, true
+		return s, nil
 	}
+	dir, err := os.MkdirTemp(r.cfg.ScratchRoot, scratchPrefix())
+	if err != nil {
+		return s, &SetupError{Step: "create scratch", Path: r.cfg.ScratchRoot, Err: err}
+	}
+	s.path, s.owned = dir, true
+	return s, nil
+}
+
+// fill writes spec.Files and the Cwd into the scratch directory and, as
+// root, hands the whole tree to the sandbox uid. It never follows a link
+// found in the directory.
+func (s *nsScratch) fill(spec Spec, uid, gid uint32) error {
 	if err := writeFiles(s.path, spec.Files); err != nil {
-		_ = s.cleanup()
-		return s, err
+		return err
 	}
 	if spec.Cwd != "" {
 		root, err := os.OpenRoot(s.path)
@@ -46,28 +65,27 @@ func (r *Runner) nsScratch(spec Spec, uid, gid uint32) (nsScratch, error) {
 			_ = root.Close()
 		}
 		if err != nil {
-			_ = s.cleanup()
-			return s, &SetupError{Step: "create cwd", Path: spec.Cwd, Err: err}
+			return &SetupError{Step: "create cwd", Path: spec.Cwd, Err: err}
 		}
 	}
 	if os.Geteuid() != 0 {
-		return s, nil
+		return nil
 	}
 	if !s.owned {
 		// A caller's directory: lend it to the sandbox uid for the run and
 		// give everything in it back afterwards.
 		fi, err := os.Stat(s.path)
 		if err != nil {
-			return s, &SetupError{Step: "stat scratch", Path: s.path, Err: err}
+			return &SetupError{Step: "stat scratch", Path: s.path, Err: err}
 		}
 		st := fi.Sys().(*syscall.Stat_t)
-		s.undo = func() error { return chownTree(s.path, int(st.Uid), int(st.Gid)) }
+		path := s.path
+		s.undo = func() error { return chownTree(path, int(st.Uid), int(st.Gid)) }
 	}
 	if err := chownTree(s.path, int(uid), int(gid)); err != nil {
-		_ = s.cleanup()
-		return s, &SetupError{Step: "chown scratch", Path: s.path, Err: err}
+		return &SetupError{Step: "chown scratch", Path: s.path, Err: err}
 	}
-	return s, nil
+	return nil
 }
 
 func (s nsScratch) cleanup() error {

@@ -91,13 +91,19 @@ func Probe(ctx context.Context, cfg Config) Report {
 	if !cgc.OK {
 		cgc.Fix = "run the worker as root, or delegate a cgroup v2 subtree with the memory and pids controllers to its user (systemd: Delegate=yes); until then memory and process limits are rlimits only (per process, not per sandbox)"
 	}
-	rep.Checks = append(rep.Checks, cgc, landlockABICheck())
+	rep.Checks = append(rep.Checks, cgc)
+	llChecks, llOK := probeLandlock(ctx, cfg, ns.OK)
+	rep.Checks = append(rep.Checks, llChecks...)
+	if llOK {
+		rep.Modes = append(rep.Modes, IsolationLandlock)
+	}
 	return rep
 }
 
 func probeNamespace(ctx context.Context, cfg Config) Check {
 	c := Check{Name: "namespace mode"}
 	cfg.Isolation = IsolationNamespace
+	cfg.Prestart = 0
 	if cfg.ScratchRoot == "" {
 		dir, err := os.MkdirTemp("", "warren-probe-")
 		if err != nil {
@@ -202,26 +208,4 @@ func seccompMode() string {
 		}
 	}
 	return "unknown"
-}
-
-// landlockABICheck asks the kernel for its Landlock ABI version.
-func landlockABICheck() Check {
-	c := Check{Name: "landlock"}
-	const createRulesetVersion = 1 // LANDLOCK_CREATE_RULESET_VERSION
-	abi, _, e := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, 0, 0, createRulesetVersion)
-	switch {
-	case e == 0:
-		c.OK = true
-		c.Detail = fmt.Sprintf("ABI %d", abi)
-	case e == unix.ENOSYS:
-		c.Detail = "not built into this kernel (ENOSYS)"
-		c.Fix = "use a kernel built with CONFIG_SECURITY_LANDLOCK=y"
-	case e == unix.EOPNOTSUPP:
-		c.Detail = "built in but not enabled at boot (EOPNOTSUPP)"
-		c.Fix = "add landlock to the lsm= kernel command line (or CONFIG_LSM)"
-	default:
-		c.Detail = "landlock_create_ruleset: " + e.Error()
-		c.Fix = "if the worker runs in a container, its seccomp profile may block the Landlock syscalls"
-	}
-	return c
 }

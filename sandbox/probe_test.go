@@ -19,6 +19,15 @@ func TestProbeLaunchesARealSandbox(t *testing.T) {
 	require.True(t, rep.Usable(), out.String())
 	require.Contains(t, rep.Modes, IsolationNamespace)
 	require.Contains(t, out.String(), "probe sandbox ran")
+	// The Landlock part: the ABI line, the mode's own probe sandbox, and
+	// what each isolation value gives here.
+	for _, name := range []string{"landlock layer", "landlock mode", "isolation auto", "isolation namespace", "isolation landlock"} {
+		require.Contains(t, out.String(), name)
+	}
+	if landlockABI().require(landlockMinABIDefault) == nil {
+		require.Contains(t, rep.Modes, IsolationLandlock)
+		require.Contains(t, out.String(), "probe sandbox ran: "+inForceLandlock)
+	}
 }
 
 func TestProbeReportsAFailedSandboxWithAFix(t *testing.T) {

@@ -37,12 +37,24 @@ type Config struct {
 	// UIDCount is the size of that range; it bounds the number of
 	// concurrent runs of a root worker. Defaults to DefaultUIDCount.
 	UIDCount uint32
-	// Prestart is how many namespace-mode inits a Runner keeps started
-	// ahead of its runs (cloned, runtime booted, waiting for their config),
-	// which takes most of the start cost off a run's critical path. Each
-	// idle one holds a sandbox uid and a few MB. Runs whose stdio are
-	// *os.File start cold. Defaults to 0 (every run starts cold).
+	// Prestart is how many warm sandboxes a Runner keeps ready per view
+	// (up to 4 views: mode, read-only paths, network, /tmp size). A warm
+	// namespace-mode sandbox has its namespaces, cgroup, scratch directory
+	// and whole mount tree built; a warm Landlock-mode one its uid, home,
+	// cgroup and init; both wait for a task, which takes most of the start
+	// cost off a run's critical path. Each serves one run and is replaced in
+	// the background; each idle one holds a sandbox uid, a scratch directory
+	// and a few MB. Runs whose stdio are *os.File, or with Spec.Scratch,
+	// start cold. Call Close to release them. Defaults to 0 (every run
+	// starts cold).
 	Prestart int
+	// InitPath is the sandbox init binary (cmd/warren-sandbox-init, a small
+	// program that starts in a few ms). Defaults to warren-sandbox-init
+	// next to the running executable when there is one, else this binary
+	// itself re-executed (/proc/self/exe), which must then call MaybeInit
+	// first thing in main. It is opened once and executed through that
+	// descriptor, so sandbox uids need no access to its directory.
+	InitPath string
 	// LandlockMinABI is the lowest Landlock ABI the landlock and layered
 	// modes accept; below it they refuse with ErrUnavailable rather than
 	// apply less. Lowering it is an explicit choice to run without what the
@@ -75,6 +87,7 @@ func (c Config) withDefaults() Config {
 	c.UIDBase = cmp.Or(c.UIDBase, DefaultUIDBase)
 	c.UIDCount = cmp.Or(c.UIDCount, DefaultUIDCount)
 	c.LandlockMinABI = cmp.Or(c.LandlockMinABI, landlockMinABIDefault)
+	c.InitPath = cmp.Or(c.InitPath, defaultInitPath())
 	return c
 }
 
@@ -96,6 +109,9 @@ func (c Config) validate() error {
 	if c.Prestart < 0 || c.Prestart > 64 {
 		return fmt.Errorf("sandbox config: Prestart %d must be within 0..64", c.Prestart)
 	}
+	if !filepath.IsAbs(c.InitPath) {
+		return fmt.Errorf("sandbox config: InitPath %q must be an absolute path", c.InitPath)
+	}
 	if !filepath.IsAbs(c.ScratchRoot) {
 		return fmt.Errorf("sandbox config: ScratchRoot %q must be an absolute path", c.ScratchRoot)
 	}
@@ -116,9 +132,10 @@ func (l Limits) withDefaults(d Limits) Limits {
 // Runner runs commands in sandboxes. It is safe for concurrent use; each
 // Run is independent.
 type Runner struct {
-	cfg Config
-	log zerolog.Logger
-	ns  nsState // namespace mode (namespace.go)
+	cfg  Config
+	init initBinary // the sandbox init (init_binary.go)
+	log  zerolog.Logger
+	ns   nsState // namespace mode (namespace.go)
 }
 
 // New checks the configuration and returns a Runner. It does not probe the
@@ -132,7 +149,14 @@ func New(cfg Config) (*Runner, error) {
 	if err := os.MkdirAll(cfg.ScratchRoot, 0o711); err != nil {
 		return nil, &SetupError{Step: "create scratch root", Path: cfg.ScratchRoot, Err: err}
 	}
-	return &Runner{cfg: cfg, log: cfg.Logger.With().Str("component", "sandbox").Logger()}, nil
+	init, err := openInit(cfg.InitPath)
+	if err != nil {
+		return nil, err
+	}
+	r := &Runner{cfg: cfg, init: init, log: cfg.Logger.With().Str("component", "sandbox").Logger()}
+	// Sweeps what dead workers left behind, and starts the warm pool.
+	r.nsInit()
+	return r, nil
 }
 
 // Run runs spec.Argv in a sandbox and waits for the whole process tree to

@@ -1,12 +1,12 @@
 package sandbox
 
 import (
-	"errors"
 	"fmt"
-	"unsafe"
+	"sync"
 
 	seccomp "github.com/elastic/go-seccomp-bpf"
 	"github.com/elastic/go-seccomp-bpf/arch"
+	"github.com/warrenhq/warren/sandbox/initproc"
 	"golang.org/x/net/bpf"
 	"golang.org/x/sys/unix"
 )
@@ -110,23 +110,30 @@ func (s *seccompPolicy) instructions() ([]bpf.Instruction, error) {
 	return append(guard, insts...), nil
 }
 
-// load installs the filter on the calling thread (which must have
-// NO_NEW_PRIVS and exec next; execve keeps the thread's filter).
-func (s *seccompPolicy) load() error {
+// assembled is the program as the init loads it, assembled once per
+// policy (it only depends on AllowInet and the architecture). An assembly
+// error (a bug) yields an empty program, which the init refuses to load:
+// it fails the run closed rather than run without the filter.
+func (s *seccompPolicy) assembled() *initproc.Seccomp {
+	if s.AllowInet {
+		return assembledInet()
+	}
+	return assembledNoInet()
+}
+
+var (
+	assembledInet   = sync.OnceValue(func() *initproc.Seccomp { return (&seccompPolicy{AllowInet: true}).assemble() })
+	assembledNoInet = sync.OnceValue(func() *initproc.Seccomp { return (&seccompPolicy{}).assemble() })
+)
+
+func (s *seccompPolicy) assemble() *initproc.Seccomp {
 	raw, err := s.program()
 	if err != nil {
-		return err
+		return &initproc.Seccomp{}
 	}
-	if len(raw) == 0 {
-		return errors.New("seccomp: empty program")
-	}
-	filter := make([]unix.SockFilter, len(raw))
+	prog := make([]initproc.SockFilter, len(raw))
 	for i, in := range raw {
-		filter[i] = unix.SockFilter{Code: in.Op, Jt: in.Jt, Jf: in.Jf, K: in.K}
+		prog[i] = initproc.SockFilter{Code: in.Op, Jt: in.Jt, Jf: in.Jf, K: in.K}
 	}
-	prog := unix.SockFprog{Len: uint16(len(filter)), Filter: &filter[0]}
-	if _, _, errno := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, 0, uintptr(unsafe.Pointer(&prog))); errno != 0 {
-		return fmt.Errorf("seccomp(SET_MODE_FILTER): %w", errno)
-	}
-	return nil
+	return &initproc.Seccomp{Program: prog}
 }

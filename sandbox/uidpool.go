@@ -3,9 +3,6 @@ package sandbox
 import (
 	"errors"
 	"fmt"
-	"os"
-	"strconv"
-	"strings"
 	"sync"
 )
 
@@ -88,39 +85,4 @@ func (p *uidPool) quarantinedUIDs() map[uint32]error {
 		m[k] = v
 	}
 	return m
-}
-
-// processesOfUID lists host pids whose real, effective, saved or fs uid is
-// uid. It reads /proc/<pid>/status, which (unlike the /proc/<pid> owner) a
-// non-dumpable process cannot hide.
-func processesOfUID(uid uint32) ([]int, error) {
-	ents, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil, err
-	}
-	want := strconv.FormatUint(uint64(uid), 10)
-	var pids []int
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/status")
-		if err != nil {
-			continue // exited meanwhile
-		}
-		for _, line := range strings.Split(string(b), "\n") {
-			if !strings.HasPrefix(line, "Uid:") {
-				continue
-			}
-			for _, f := range strings.Fields(line)[1:] {
-				if f == want {
-					pids = append(pids, pid)
-					break
-				}
-			}
-			break
-		}
-	}
-	return pids, nil
 }

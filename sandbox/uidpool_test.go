@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -50,13 +52,26 @@ func TestSharedUIDPoolIsPerRange(t *testing.T) {
 	require.NotSame(t, sharedUIDPool(7000, 10), sharedUIDPool(8000, 10))
 }
 
-func TestProcessesOfUIDFindsALiveProcess(t *testing.T) {
-	pids, err := processesOfUID(uint32(currentUID()))
+func TestLivePIDsOfUIDFindsALiveProcessNotAZombie(t *testing.T) {
+	pids, err := livePIDsOfUID(uint32(currentUID()))
 	require.NoError(t, err)
-	require.NotEmpty(t, pids, "control: this test process itself")
-	pids, err = processesOfUID(4_000_000_123)
+	require.Contains(t, pids, os.Getpid(), "control: this test process itself")
+	pids, err = livePIDsOfUID(4_000_000_123)
 	require.NoError(t, err)
 	require.Empty(t, pids)
+
+	// A child that exited but is not reaped yet is a zombie: dead, not live.
+	cmd := exec.Command("/bin/true")
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Wait() })
+	require.Eventually(t, func() bool {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", cmd.Process.Pid))
+		return err == nil && strings.Contains(string(b), ") Z ")
+	}, 10*time.Second, time.Millisecond, "the child becomes a zombie")
+	live, zombies, err := uidProcesses(uint32(currentUID()))
+	require.NoError(t, err)
+	require.NotContains(t, live, cmd.Process.Pid)
+	require.Contains(t, zombies, cmd.Process.Pid)
 }
 
 func currentUID() int { return os.Getuid() }

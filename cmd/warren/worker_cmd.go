@@ -1,9 +1,11 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -25,7 +27,8 @@ type workerFlags struct {
 	VerifyProfiles      string        `name:"verify-profiles" help:"Verify profiles file (see deploy/profiles.yaml). Defaults to the built-in coq profiles. Profiles whose checker is not installed are not offered." type:"path"`
 	DrainTimeout        time.Duration `name:"drain-timeout" help:"On the first SIGTERM/SIGINT, how long running tasks may finish before they are cancelled and handed back to the queue." default:"5m"`
 
-	pullWait time.Duration // shorter for a client's short-lived in-process worker
+	pullWait time.Duration   // shorter for a client's short-lived in-process worker
+	runner   *sandbox.Runner // set by buildWorker; Close it after the worker stops
 }
 
 // buildWorker creates the sandbox runner, proves it works by running a
@@ -40,12 +43,17 @@ func (f *workerFlags) buildWorker(ctx context.Context, g *globals, nc *nats.Conn
 		AllowInsecure: f.InsecureNoIsolation,
 		ScratchRoot:   f.ScratchRoot,
 		Logger:        g.Log,
+		// One warm sandbox per slot (the worker's default capacity is one
+		// slot per CPU).
+		Prestart: min(cmp.Or(f.Capacity, runtime.NumCPU()), 64),
 	})
 	if err != nil {
 		return nil, err
 	}
+	f.runner = runner
 	inForce, err := selfTest(ctx, runner)
 	if err != nil {
+		_ = runner.Close()
 		return nil, fmt.Errorf("this host cannot run %s sandboxes: %w\nrun `warren doctor` for what is missing and how to fix it", iso, err)
 	}
 	if iso == sandbox.IsolationNone {
@@ -120,7 +128,10 @@ func (f *workerFlags) serve(g *globals, w *worker.Worker) error {
 	g.Log.Info().Dur("drain_timeout", f.DrainTimeout).Msg("draining: no new tasks; waiting for running ones (signal again to cancel them)")
 	ctx, cancel := context.WithTimeout(g.HardCtx, f.DrainTimeout)
 	defer cancel()
-	if err := w.Stop(ctx); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+	err := w.Stop(ctx)
+	// Warm sandboxes must not outlive the worker's runner.
+	_ = f.runner.Close()
+	if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
 		return err
 	}
 	return nil

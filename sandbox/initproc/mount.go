@@ -1,4 +1,4 @@
-package sandbox
+package initproc
 
 import (
 	"errors"
@@ -11,33 +11,33 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// nsConfig is the namespace phase of the init: the allow-list view it
+// NSConfig is the namespace phase of the init: the allow-list view it
 // builds and the uts/net setup. Paths are absolute; sources were resolved
 // (no symlinks left) by the worker and are opened with RESOLVE_NO_SYMLINKS,
 // so a component swapped for a symlink since then fails the run.
-type nsConfig struct {
-	Binds    []bindMount `json:"binds"`
-	Symlinks []symlink   `json:"symlinks,omitempty"`
-	TmpSize  int64       `json:"tmp_size"` // bytes, /tmp
-	ShmSize  int64       `json:"shm_size"` // bytes, /dev/shm
-	Hostname string      `json:"hostname"`
-	Loopback bool        `json:"loopback"` // bring lo up
+type NSConfig struct {
+	Binds    []Bind    `json:"binds"`
+	Symlinks []Symlink `json:"symlinks,omitempty"`
+	TmpSize  int64     `json:"tmp_size"` // bytes, /tmp
+	ShmSize  int64     `json:"shm_size"` // bytes, /dev/shm
+	Hostname string    `json:"hostname"`
+	Loopback bool      `json:"loopback"` // bring lo up
 }
 
-// bindMount binds Source at the same path inside, read-only unless Writable.
-type bindMount struct {
+// Bind binds Source at the same path inside, read-only unless Writable.
+type Bind struct {
 	Source   string `json:"source"`
 	Writable bool   `json:"writable,omitempty"`
 }
 
-// symlink creates Path -> Target inside the view.
-type symlink struct {
+// Symlink creates Path -> Target inside the view.
+type Symlink struct {
 	Path   string `json:"path"`
 	Target string `json:"target"`
 }
 
-// viewDevices are bound from the host /dev; nothing else of /dev exists.
-var viewDevices = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom"}
+// ViewDevices are bound from the host /dev; nothing else of /dev exists.
+var ViewDevices = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom"}
 
 // newRootMount is where the fresh root tmpfs is mounted before pivot_root.
 // Any existing directory works: sources are opened before it is covered.
@@ -54,7 +54,7 @@ type openedSource struct {
 	dir   bool
 }
 
-func setupNamespace(ns *nsConfig) error {
+func setupNamespace(ns *NSConfig) error {
 	// Nothing below may propagate to the host's mount namespace.
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return fail("make mounts private", "/", err)
@@ -67,8 +67,8 @@ func setupNamespace(ns *nsConfig) error {
 		}
 		srcs[i] = s
 	}
-	devs := make([]openedSource, len(viewDevices))
-	for i, d := range viewDevices {
+	devs := make([]openedSource, len(ViewDevices))
+	for i, d := range ViewDevices {
 		s, err := openSource(d)
 		if err != nil {
 			return fail("open device", d, err)
@@ -99,12 +99,12 @@ func setupNamespace(ns *nsConfig) error {
 			return fail("symlink", l.Path, err)
 		}
 	}
-	for i, d := range viewDevices {
+	for i, d := range ViewDevices {
 		if err := bindInto(root, devs[i], d, true); err != nil {
 			return fail("bind device", d, err)
 		}
 	}
-	for _, l := range []symlink{{"/dev/fd", "/proc/self/fd"}, {"/dev/stdin", "/proc/self/fd/0"}, {"/dev/stdout", "/proc/self/fd/1"}, {"/dev/stderr", "/proc/self/fd/2"}} {
+	for _, l := range []Symlink{{"/dev/fd", "/proc/self/fd"}, {"/dev/stdin", "/proc/self/fd/0"}, {"/dev/stdout", "/proc/self/fd/1"}, {"/dev/stderr", "/proc/self/fd/2"}} {
 		if err := makeSymlink(root, l); err != nil {
 			return fail("symlink", l.Path, err)
 		}
@@ -283,7 +283,7 @@ func mkdirAllAt(root int, dir string) (int, error) {
 	return cur, nil
 }
 
-func makeSymlink(root int, l symlink) error {
+func makeSymlink(root int, l Symlink) error {
 	parent, err := mkdirAllAt(root, filepath.Dir(l.Path))
 	if err != nil {
 		return err

@@ -1,23 +1,24 @@
-package sandbox
+package initproc
 
 import (
 	"errors"
 	"fmt"
 	"runtime"
+	"unsafe"
 
 	"github.com/landlock-lsm/go-landlock/landlock"
 	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
 	"golang.org/x/sys/unix"
 )
 
-// landlockPolicy is the Landlock ruleset (plus the seccomp filter that closes
+// Landlock is the Landlock ruleset (plus the seccomp filter that closes
 // what Landlock leaves open) that the sandbox init applies right before
 // exec, in both the Landlock-only and the layered mode. The host side builds
-// it with newLandlockPolicy; applyLandlock enforces it in the child. Paths
+// it (sandbox.newLandlockPolicy); ApplyLandlock enforces it in the child. Paths
 // are as the child sees them (inside the new root in the layered mode).
-type landlockPolicy struct {
-	// MinABI is the lowest Landlock ABI accepted; below it applyLandlock
-	// fails with ErrUnavailable instead of applying less.
+type Landlock struct {
+	// MinABI is the lowest Landlock ABI accepted; below it ApplyLandlock
+	// fails with ErrLandlockABI instead of applying less.
 	MinABI int `json:"min_abi"`
 	// ReadExec may be read, listed and executed (system dirs, toolchains).
 	ReadExec []string `json:"read_exec"`
@@ -32,40 +33,45 @@ type landlockPolicy struct {
 	// denied (ABI >= 4).
 	DenyTCPConnect bool `json:"deny_tcp_connect"`
 	// Seccomp is the socket-family and kernel-surface filter loaded after
-	// the ruleset. Nil loads none (tests only; the runners always set it).
-	Seccomp *seccompPolicy `json:"seccomp,omitempty"`
+	// the ruleset, assembled by the worker. Nil loads none (tests only; the
+	// runners always set it).
+	Seccomp *Seccomp `json:"seccomp,omitempty"`
 }
 
-// landlockMinABIDefault is the ABI floor: 6 brings TCP rules (4), device
-// ioctl (5) and the abstract-socket and signal scopes (6).
-const landlockMinABIDefault = 6
+// ErrLandlockABI means the kernel's effective Landlock ABI is below the
+// policy's MinABI: the init refuses rather than apply less.
+var ErrLandlockABI = errors.New("landlock ABI below the required minimum")
 
-// applyLandlock restricts the calling process, which must exec right after
+// ApplyLandlock restricts the calling process, which must exec right after
 // from the same goroutine: it locks the goroutine to its OS thread for good,
 // sets NO_NEW_PRIVS, enforces the ruleset on that thread and loads the
 // seccomp filter. execve keeps the calling thread's domain and filter, so
 // the exec'd program is confined whole. It fails rather than apply less
-// than the policy asks: below p.MinABI it returns an error wrapping
-// ErrUnavailable.
-func applyLandlock(p *landlockPolicy) error {
+// than the policy asks: below p.MinABI with an error wrapping
+// ErrLandlockABI. Errors name the step (StepOf).
+func ApplyLandlock(p *Landlock) error {
 	if p == nil {
-		return &SetupError{Step: "landlock", Err: errors.New("no policy")}
+		return fail("landlock", "", errors.New("no policy"))
 	}
-	abi := landlockABI()
-	if err := abi.require(p.MinABI); err != nil {
-		return &SetupError{Step: "landlock abi", Err: err}
+	minABI := p.MinABI
+	if minABI < 1 {
+		minABI = 6 // the worker's default floor
 	}
-	cfg, rules, err := p.ruleset(abi.Effective)
+	abi := LandlockABI()
+	if abi < minABI {
+		return fail("landlock abi", "", fmt.Errorf("%w: effective ABI %d, minimum %d", ErrLandlockABI, abi, minABI))
+	}
+	cfg, rules, err := p.ruleset(abi)
 	if err != nil {
-		return &SetupError{Step: "landlock ruleset", Err: err}
+		return fail("landlock ruleset", "", err)
 	}
 	fd, flags, err := cfg.NewRulesetFD(rules...)
 	if err != nil {
-		return &SetupError{Step: "landlock create_ruleset", Err: err}
+		return fail("landlock create_ruleset", "", err)
 	}
 	if fd < 0 {
 		// Only reachable if the config handles nothing; never apply nothing.
-		return &SetupError{Step: "landlock create_ruleset", Err: errors.New("empty ruleset")}
+		return fail("landlock create_ruleset", "", errors.New("empty ruleset"))
 	}
 	defer unix.Close(fd)
 
@@ -73,22 +79,80 @@ func applyLandlock(p *landlockPolicy) error {
 	// instead of reusing it, and the exec must happen on it.
 	runtime.LockOSThread()
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
-		return &SetupError{Step: "prctl no_new_privs", Err: err}
+		return fail("prctl no_new_privs", "", err)
 	}
 	if err := ll.LandlockRestrictSelf(fd, flags); err != nil {
-		return &SetupError{Step: "landlock restrict_self", Err: err}
+		return fail("landlock restrict_self", "", err)
 	}
 	if p.Seccomp != nil {
 		if err := p.Seccomp.load(); err != nil {
-			return &SetupError{Step: "seccomp", Err: err}
+			return fail("seccomp", "", err)
 		}
+	}
+	return nil
+}
+
+// LandlockErratumSignalScope is the errata bit of the ABI 6 signal-scoping
+// fix; without it the signal scope cannot be trusted.
+const LandlockErratumSignalScope = 1 << 1
+
+// EffectiveABI is the ABI warren relies on: the kernel's, lowered to 5 when
+// ABI 6 lacks the signal-scoping fix (erratum 2), as go-landlock does.
+func EffectiveABI(kernel, errata int) int {
+	if kernel >= 6 && errata&LandlockErratumSignalScope == 0 {
+		return 5
+	}
+	return kernel
+}
+
+// LandlockABI is the running kernel's effective ABI (0: no Landlock).
+func LandlockABI() int {
+	v, err := ll.LandlockGetABIVersion()
+	if err != nil {
+		return 0
+	}
+	errata, err := ll.LandlockGetErrata()
+	if err != nil {
+		errata = 0 // pretend none is fixed
+	}
+	return EffectiveABI(v, errata)
+}
+
+// Seccomp is an assembled classic-BPF seccomp program.
+type Seccomp struct {
+	Program []SockFilter `json:"program"`
+}
+
+// SockFilter is one BPF instruction (struct sock_filter).
+type SockFilter struct {
+	Code uint16 `json:"c"`
+	Jt   uint8  `json:"t,omitempty"`
+	Jf   uint8  `json:"f,omitempty"`
+	K    uint32 `json:"k,omitempty"`
+}
+
+// load installs the filter on the calling thread (which must have
+// NO_NEW_PRIVS and exec next; execve keeps the thread's filter). An empty
+// program is an error: a filter that failed to assemble never loads as
+// nothing.
+func (s *Seccomp) load() error {
+	if len(s.Program) == 0 || len(s.Program) > 0xffff {
+		return errors.New("seccomp: empty or oversized program")
+	}
+	filter := make([]unix.SockFilter, len(s.Program))
+	for i, in := range s.Program {
+		filter[i] = unix.SockFilter{Code: in.Code, Jt: in.Jt, Jf: in.Jf, K: in.K}
+	}
+	prog := unix.SockFprog{Len: uint16(len(filter)), Filter: &filter[0]}
+	if _, _, errno := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, 0, uintptr(unsafe.Pointer(&prog))); errno != 0 {
+		return fmt.Errorf("seccomp(SET_MODE_FILTER): %w", errno)
 	}
 	return nil
 }
 
 // ruleset turns the policy into a go-landlock config handling every right
 // the given ABI knows, and the rules that grant the policy's exceptions.
-func (p *landlockPolicy) ruleset(abi int) (landlock.Config, []landlock.Rule, error) {
+func (p *Landlock) ruleset(abi int) (landlock.Config, []landlock.Rule, error) {
 	cfg := landlockConfigFor(abi, p.DenyTCPConnect)
 	fs := cfg.HandledAccessFS
 	read := landlock.AccessFSSet(ll.AccessFSReadFile | ll.AccessFSReadDir)

@@ -1,0 +1,347 @@
+package initproc
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// Arg0 is argv[0] of a process started as the sandbox init; sandbox.MaybeInit
+// recognises it in a binary that doubles as its own init.
+const Arg0 = "warren-sandbox-init"
+
+// The init's inherited descriptors (exec.Cmd.ExtraFiles order).
+const (
+	ConfigFD = 3 // read end: one JSON Config; stays open as the parent's lifeline
+	StatusFD = 4 // write end: StatusExec before exec, or one JSON Failure
+)
+
+// ExitSetup is the init's exit status when setup failed. The parent
+// never relies on it: the status pipe says whether the command ran.
+const ExitSetup = 125
+
+// StatusReady is written by a warm init (Config.Prepare) once its
+// view is built; a failure report replaces it when that setup failed.
+const StatusReady = 'r'
+
+// StatusExec is written just before execve; a failure report may follow
+// it (exec itself failed). EOF without it means the init died during setup.
+const StatusExec = 'x'
+
+// Config is everything the init needs. Phases run in this order, each
+// optional phase skipped when its field is nil/empty:
+//
+//  1. setsid (always)
+//  2. NS: mount/uts/net setup and pivot_root (namespace mode only);
+//     with Prepare, report StatusReady and read the task (a second Config)
+//  3. chdir Dir
+//  4. rlimits (RLIMIT_CORE is always 0)
+//  5. no_new_privs (always)
+//  6. drop bounding/ambient capabilities when held
+//  7. Landlock (when set), the last restriction before the uid drop
+//  8. Cred: setgroups([]), setresgid, setresuid, re-arm the parent-death
+//     signal and check the parent is still alive (Landlock-only mode; in
+//     namespace mode the ids are set by the kernel/Go at clone time)
+//  9. clear all capability sets
+//  10. mark every fd above stdio close-on-exec, report "exec", execve
+//
+// The struct is the wire format between worker and init: keep it stable.
+type Config struct {
+	Argv []string `json:"argv"`
+	// Env is the complete environment except PATH, which the init prunes to
+	// the directories that exist in its view.
+	Env  []string `json:"env"`
+	Path string   `json:"path"` // unpruned PATH list
+	Dir  string   `json:"dir"`  // working directory, as seen after phase 2
+
+	Rlimits []Rlimit `json:"rlimits,omitempty"`
+
+	NS       *NSConfig `json:"ns,omitempty"`
+	Landlock *Landlock `json:"landlock,omitempty"`
+	Cred     *Cred     `json:"cred,omitempty"`
+
+	// Prepare splits the run in two (a warm sandbox): after phase 2 the
+	// init writes StatusReady and blocks reading a second Config,
+	// the task (Argv, Env, Path, Dir, Rlimits, Landlock), then goes on with
+	// phase 3. Nothing of the task is known before.
+	Prepare bool `json:"prepare,omitempty"`
+}
+
+// Rlimit is one setrlimit call; values above the current hard limit
+// are clamped to it (an unprivileged worker cannot raise them).
+type Rlimit struct {
+	Resource int    `json:"resource"`
+	Cur      uint64 `json:"cur"`
+	Max      uint64 `json:"max"`
+}
+
+// Cred are the final host ids when the init itself must drop them.
+type Cred struct {
+	UID int `json:"uid"`
+	GID int `json:"gid"`
+}
+
+// Failure is the report of a failed step, sent on the status pipe.
+type Failure struct {
+	Step  string `json:"step"`
+	Path  string `json:"path,omitempty"`
+	Errno int    `json:"errno,omitempty"`
+	Msg   string `json:"msg"`
+}
+
+// stepError is a failed init step; it carries what the parent reports.
+type stepError struct {
+	step, path string
+	err        error
+}
+
+func (e *stepError) Error() string { return e.step + " " + e.path + ": " + e.err.Error() }
+
+func fail(step, path string, err error) error { return &stepError{step: step, path: path, err: err} }
+
+// StepOf splits an error of this package into the setup step it names,
+// the path involved and the cause; ok is false for any other error.
+func StepOf(err error) (step, path string, cause error, ok bool) {
+	var se *stepError
+	if !errors.As(err, &se) {
+		return "", "", nil, false
+	}
+	return se.step, se.path, se.err, true
+}
+
+// Main runs the sandbox init and never returns: it reads its Config on
+// ConfigFD, reports on StatusFD, and execs the task or exits ExitSetup.
+func Main() {
+	// Per-thread state (no_new_privs, capabilities, Landlock, seccomp) must
+	// be set on the thread that calls execve.
+	runtime.LockOSThread()
+	status := os.NewFile(StatusFD, "status")
+	err := run()
+	report(status, err)
+	os.Exit(ExitSetup)
+}
+
+func report(status *os.File, err error) {
+	f := Failure{Step: "init", Msg: err.Error()}
+	var se *stepError
+	if errors.As(err, &se) {
+		f = Failure{Step: se.step, Path: se.path, Msg: se.err.Error()}
+		var errno syscall.Errno
+		if errors.As(se.err, &errno) {
+			f.Errno = int(errno)
+		}
+	}
+	b, _ := json.Marshal(f)
+	_, _ = status.Write(b)
+}
+
+func run() error {
+	var cfg Config
+	conf := json.NewDecoder(os.NewFile(ConfigFD, "config"))
+	if err := conf.Decode(&cfg); err != nil {
+		return fail("read config", "", err)
+	}
+	if len(cfg.Argv) == 0 && !cfg.Prepare {
+		return fail("read config", "", errors.New("empty argv"))
+	}
+	if _, err := unix.Setsid(); err != nil {
+		return fail("setsid", "", err)
+	}
+	if cfg.NS != nil {
+		if err := setupNamespace(cfg.NS); err != nil {
+			return err
+		}
+	}
+	if cfg.Prepare {
+		// A warm sandbox: the view is ready; wait for the task.
+		status := os.NewFile(StatusFD, "status")
+		if _, err := status.Write([]byte{StatusReady}); err != nil {
+			return fail("report ready", "", err)
+		}
+		var task Config
+		if err := conf.Decode(&task); err != nil {
+			return fail("read task", "", err)
+		}
+		if len(task.Argv) == 0 || task.NS != nil || task.Prepare {
+			return fail("read task", "", errors.New("empty argv or a second view"))
+		}
+		cfg = task
+	}
+	if cfg.Dir != "" {
+		if err := unix.Chdir(cfg.Dir); err != nil {
+			return fail("chdir", cfg.Dir, err)
+		}
+	}
+	if err := setRlimits(cfg.Rlimits); err != nil {
+		return err
+	}
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return fail("no_new_privs", "", err)
+	}
+	if err := dropBoundingCaps(); err != nil {
+		return err
+	}
+	if cfg.Landlock != nil {
+		if err := ApplyLandlock(cfg.Landlock); err != nil {
+			return err
+		}
+	}
+	if cfg.Cred != nil {
+		if err := dropCred(cfg.Cred); err != nil {
+			return err
+		}
+	}
+	if err := clearCaps(); err != nil {
+		return err
+	}
+	path := prunePath(cfg.Path)
+	argv0, err := lookPath(cfg.Argv[0], path)
+	if strings.Contains(cfg.Argv[0], "/") {
+		argv0, err = cfg.Argv[0], nil
+	}
+	if err != nil {
+		return fail("find command", cfg.Argv[0], err)
+	}
+	env := append(cfg.Env, "PATH="+path)
+	// Every descriptor but stdio closes at exec: the config pipe, the
+	// status pipe, and whatever the Go runtime opened.
+	if err := unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
+		return fail("close fds", "", err)
+	}
+	status := os.NewFile(StatusFD, "status")
+	if _, err := status.Write([]byte{StatusExec}); err != nil {
+		return fail("report exec", "", err)
+	}
+	err = syscall.Exec(argv0, cfg.Argv, env)
+	return fail("exec", argv0, err)
+}
+
+func setRlimits(ls []Rlimit) error {
+	ls = append(ls, Rlimit{Resource: unix.RLIMIT_CORE})
+	for _, l := range ls {
+		var cur syscall.Rlimit
+		if err := syscall.Getrlimit(l.Resource, &cur); err != nil {
+			return fail("rlimit", rlimitName(l.Resource), err)
+		}
+		want := syscall.Rlimit{Cur: min(l.Cur, cur.Max), Max: min(l.Max, cur.Max)}
+		// syscall.Setrlimit (not a raw prlimit) so Go does not restore its
+		// saved NOFILE at exec.
+		if err := syscall.Setrlimit(l.Resource, &want); err != nil {
+			return fail("rlimit", rlimitName(l.Resource), err)
+		}
+	}
+	return nil
+}
+
+func rlimitName(r int) string {
+	switch r {
+	case unix.RLIMIT_AS:
+		return "RLIMIT_AS"
+	case unix.RLIMIT_NPROC:
+		return "RLIMIT_NPROC"
+	case unix.RLIMIT_NOFILE:
+		return "RLIMIT_NOFILE"
+	case unix.RLIMIT_FSIZE:
+		return "RLIMIT_FSIZE"
+	case unix.RLIMIT_CPU:
+		return "RLIMIT_CPU"
+	case unix.RLIMIT_CORE:
+		return "RLIMIT_CORE"
+	}
+	return fmt.Sprintf("rlimit %d", r)
+}
+
+// dropBoundingCaps empties the bounding and ambient sets when this process
+// may (CAP_SETPCAP); without it there is nothing it could regain anyway
+// since no_new_privs is set.
+func dropBoundingCaps() error {
+	if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); err != nil {
+		return fail("clear ambient caps", "", err)
+	}
+	if !hasEffectiveCap(unix.CAP_SETPCAP) {
+		return nil
+	}
+	for c := 0; c <= unix.CAP_LAST_CAP; c++ {
+		if err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0); err != nil && !errors.Is(err, unix.EINVAL) {
+			return fail("drop bounding caps", "", err)
+		}
+	}
+	return nil
+}
+
+func hasEffectiveCap(c int) bool {
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if err := unix.Capget(&hdr, &data[0]); err != nil {
+		return false
+	}
+	return data[c/32].Effective&(1<<(uint(c)%32)) != 0
+}
+
+func clearCaps() error {
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if err := unix.Capset(&hdr, &data[0]); err != nil {
+		return fail("clear caps", "", err)
+	}
+	return nil
+}
+
+// dropCred switches to the final host ids (Landlock-only mode as root).
+func dropCred(c *Cred) error {
+	if err := unix.Setgroups(nil); err != nil && !errors.Is(err, unix.EPERM) {
+		return fail("setgroups", "", err)
+	}
+	// Raw syscalls on this thread only: the other Go threads never exec.
+	if _, _, e := unix.RawSyscall(unix.SYS_SETRESGID, uintptr(c.GID), uintptr(c.GID), uintptr(c.GID)); e != 0 {
+		return fail("setresgid", "", e)
+	}
+	if _, _, e := unix.RawSyscall(unix.SYS_SETRESUID, uintptr(c.UID), uintptr(c.UID), uintptr(c.UID)); e != 0 {
+		return fail("setresuid", "", e)
+	}
+	// A credential change clears the parent-death signal: re-arm it, then
+	// make sure the parent did not die before that.
+	if err := unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(unix.SIGKILL), 0, 0, 0); err != nil {
+		return fail("pdeathsig", "", err)
+	}
+	if parentGone() {
+		return fail("pdeathsig", "", errors.New("the worker died during setup"))
+	}
+	return nil
+}
+
+// parentGone reports whether the worker closed its end of the config pipe,
+// which it keeps open until the run ends (getppid is 0 in a pid namespace).
+func parentGone() bool {
+	fds := []unix.PollFd{{Fd: ConfigFD, Events: unix.POLLIN}}
+	n, err := unix.Poll(fds, 0)
+	return err == nil && n > 0 && fds[0].Revents&(unix.POLLHUP|unix.POLLERR) != 0
+}
+
+// prunePath keeps the PATH entries that are existing directories here.
+func prunePath(path string) string {
+	var keep []string
+	for _, d := range filepath.SplitList(path) {
+		if fi, err := os.Stat(d); err == nil && fi.IsDir() && filepath.IsAbs(d) {
+			keep = append(keep, d)
+		}
+	}
+	return strings.Join(keep, ":")
+}
+
+func lookPath(name, path string) (string, error) {
+	for _, d := range filepath.SplitList(path) {
+		p := filepath.Join(d, name)
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("%q not found in %s: executable file not found", name, path)
+}
