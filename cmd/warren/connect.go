@@ -128,6 +128,7 @@ func (g *globals) startLocalWorker(ctx context.Context, s *session) error {
 		stopCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		_ = w.Stop(stopCtx)
+		_ = f.runner.Close() // warm sandboxes must not outlive the worker
 	})
 	return nil
 }
