@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"os/exec"
 	"sync/atomic"
 	"testing"
@@ -16,15 +17,9 @@ import (
 	"github.com/warrenhq/warren/broker/brokertest"
 	"github.com/warrenhq/warren/messages"
 	"github.com/warrenhq/warren/sandbox"
+	"github.com/warrenhq/warren/sandbox/sandboxtest"
 	"github.com/warrenhq/warren/worker"
 )
-
-// runFuncRunner lets a RunFunc serve as a worker.Runner.
-type runFuncRunner RunFunc
-
-func (r runFuncRunner) Run(ctx context.Context, s sandbox.Spec) (*sandbox.Result, error) {
-	return r(ctx, s)
-}
 
 // BenchmarkCoqSystem compares, in one run and with the same parallelism,
 // the trusted Coq check run directly in a loop against the same proofs sent
@@ -42,8 +37,16 @@ func BenchmarkCoqSystem(b *testing.B) {
 	require.Empty(b, skipped)
 	br := brokertest.Start(b, brokertest.Options{})
 	nc, _ := br.Dial(b, "bench-worker")
+	// The runner as `warren worker` builds it: dedicated init, warm sandboxes.
+	root, err := os.MkdirTemp("", "warren-bench-")
+	require.NoError(b, err)
+	require.NoError(b, os.Chmod(root, 0o755))
+	b.Cleanup(func() { _ = os.RemoveAll(root) })
+	runner, err := sandbox.New(sandbox.Config{ScratchRoot: root, InitPath: sandboxtest.BuildInit(b), Prestart: par})
+	require.NoError(b, err)
+	b.Cleanup(func() { _ = runner.Close() })
 	w, err := worker.New(nc, worker.Config{
-		HostID: "bench", Capacity: par, Runner: runFuncRunner(benchRunner(b)), Verifier: svc,
+		HostID: "bench", Capacity: par, Runner: runner, Verifier: svc,
 		PullWait: 200 * time.Millisecond, Logger: zerolog.Nop(),
 	})
 	require.NoError(b, err)

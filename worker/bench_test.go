@@ -18,6 +18,7 @@ import (
 	"github.com/warrenhq/warren/broker/brokertest"
 	"github.com/warrenhq/warren/messages"
 	"github.com/warrenhq/warren/sandbox"
+	"github.com/warrenhq/warren/sandbox/sandboxtest"
 )
 
 // benchRunner is the strongest sandbox this host offers (what production
@@ -27,8 +28,10 @@ func benchRunner(b *testing.B) (*sandbox.Runner, string) {
 	require.NoError(b, err)
 	require.NoError(b, os.Chmod(dir, 0o755))
 	b.Cleanup(func() { _ = os.RemoveAll(dir) })
-	r, err := sandbox.New(sandbox.Config{ScratchRoot: dir})
+	// As `warren worker` runs it: the dedicated init, a warm sandbox per slot.
+	r, err := sandbox.New(sandbox.Config{ScratchRoot: dir, InitPath: sandboxtest.BuildInit(b), Prestart: runtime.NumCPU()})
 	require.NoError(b, err)
+	b.Cleanup(func() { _ = r.Close() })
 	res, err := r.Run(context.Background(), sandbox.Spec{Argv: []string{"/bin/true"}})
 	if err == nil && res.ExitCode == 0 {
 		return r, res.InForce
