@@ -45,13 +45,9 @@ func (r *Runner) runLandlock(ctx context.Context, spec Spec) (res *Result, err e
 	if w != nil {
 		return r.runWarmLandlock(ctx, spec, w)
 	}
-	uid, gid := uint32(os.Getuid()), uint32(os.Getgid())
-	if r.ns.pool != nil {
-		u, err := r.ns.pool.acquire()
-		if err != nil {
-			return nil, &SetupError{Step: "acquire sandbox uid", Err: err}
-		}
-		uid, gid = u, u
+	uid, gid, err := r.acquireIdentity()
+	if err != nil {
+		return nil, err
 	}
 	home, err := r.nsScratch(spec, uid, gid)
 	if err != nil {

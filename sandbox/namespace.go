@@ -74,13 +74,9 @@ func (r *Runner) runNamespace(ctx context.Context, spec Spec) (res *Result, err 
 	if w != nil {
 		return r.runWarm(ctx, spec, w)
 	}
-	uid, gid := uint32(os.Getuid()), uint32(os.Getgid())
-	if r.ns.pool != nil {
-		u, err := r.ns.pool.acquire()
-		if err != nil {
-			return nil, &SetupError{Step: "acquire sandbox uid", Err: err}
-		}
-		uid, gid = u, u
+	uid, gid, err := r.acquireIdentity()
+	if err != nil {
+		return nil, err
 	}
 	scratch, err := r.nsScratch(spec, uid, gid)
 	if err != nil {
@@ -178,6 +174,19 @@ func nsAttr(uid, gid uint32, dedicated bool) *syscall.SysProcAttr {
 		attr.Credential = &syscall.Credential{Uid: uid, Gid: gid, Groups: []uint32{}}
 	}
 	return attr
+}
+
+// acquireIdentity returns the uid and gid a run executes as: a dedicated
+// uid from the pool when the worker is root, else the worker's own.
+func (r *Runner) acquireIdentity() (uid, gid uint32, err error) {
+	if r.ns.pool == nil {
+		return uint32(os.Getuid()), uint32(os.Getgid()), nil
+	}
+	u, err := r.ns.pool.acquire()
+	if err != nil {
+		return 0, 0, &SetupError{Step: "acquire sandbox uid", Err: err}
+	}
+	return u, u, nil
 }
 
 func validateNSSpec(spec Spec) error {
