@@ -82,6 +82,9 @@ type Config struct {
 	Version string
 	// Logger is the worker's logger. Defaults to a disabled logger.
 	Logger zerolog.Logger
+	// TaskStarted, when set, receives the id of each task as it starts: a
+	// test signal (a send waits at most a second). Defaults to nil.
+	TaskStarted chan<- string
 }
 
 func (c Config) withDefaults() Config {

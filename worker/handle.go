@@ -99,9 +99,9 @@ func (w *Worker) execute(ctx context.Context, t *messages.Task, delivery int, em
 	w.markRunning(1)
 	defer w.markRunning(-1)
 	em.emit(messages.EventStarted, "", nil)
-	if w.TaskStarted != nil {
+	if w.cfg.TaskStarted != nil {
 		select {
-		case w.TaskStarted <- t.ID:
+		case w.cfg.TaskStarted <- t.ID:
 		case <-time.After(time.Second):
 		}
 	}

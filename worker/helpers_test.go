@@ -51,6 +51,7 @@ func insecureRunner(t testing.TB) *sandbox.Runner {
 }
 
 type workerOpts struct {
+	started    chan<- string // Config.TaskStarted
 	capacity   int
 	runner     worker.Runner
 	ackWait    time.Duration
@@ -72,6 +73,8 @@ func startWorker(t testing.TB, b *brokertest.Broker, name string, o workerOpts) 
 		PullWait:  500 * time.Millisecond,
 		RetryBase: 50 * time.Millisecond,
 		Logger:    zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel),
+
+		TaskStarted: o.started,
 	})
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

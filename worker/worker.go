@@ -43,10 +43,6 @@ type Worker struct {
 	started             atomic.Bool
 	stopped             chan struct{}
 	stopErr             error
-
-	// TaskStarted, when non-nil, receives the id of each task as its sandbox
-	// starts (a test signal; never blocks the worker for long).
-	TaskStarted chan string
 }
 
 // New checks the configuration; nothing runs until Start.

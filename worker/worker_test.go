@@ -228,11 +228,11 @@ func TestRedeliveryWithStoredResultDoesNotRunAgain(t *testing.T) {
 func TestCancelRunningAndQueuedTasks(t *testing.T) {
 	b := brokertest.Start(t, brokertest.Options{})
 	counting := &countingRunner{inner: insecureRunner(t)}
-	w := startWorker(t, b, "w1", workerOpts{capacity: 1, runner: counting})
-	w.TaskStarted = make(chan string, 4)
+	started := make(chan string, 4)
+	startWorker(t, b, "w1", workerOpts{capacity: 1, runner: counting, started: started})
 	publish(t, b.JS, shTask("cx", "running", "sleep 60"), shTask("cx", "queued", "echo should-not-run"))
 	select {
-	case id := <-w.TaskStarted:
+	case id := <-started:
 		require.Equal(t, "running", id)
 	case <-time.After(30 * time.Second):
 		t.Fatal("task did not start")
@@ -250,10 +250,10 @@ func TestCancelRunningAndQueuedTasks(t *testing.T) {
 
 func TestDrainLetsRunningTasksFinish(t *testing.T) {
 	b := brokertest.Start(t, brokertest.Options{})
-	w := startWorker(t, b, "w1", workerOpts{capacity: 2})
-	w.TaskStarted = make(chan string, 4)
+	started := make(chan string, 4)
+	w := startWorker(t, b, "w1", workerOpts{capacity: 2, started: started})
 	publish(t, b.JS, shTask("drain", "t1", "sleep 1; echo done"))
-	<-w.TaskStarted
+	<-started
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	require.NoError(t, w.Stop(ctx))
