@@ -401,6 +401,20 @@ func (w *warmSandbox) run(ctx context.Context, l initLaunch) (*Result, error) {
 	return o.res, o.err
 }
 
+// prepare puts the task's files in the scratch dir and its limits on the
+// cgroup; on failure the sandbox is discarded and the task never runs in it.
+func (w *warmSandbox) prepare(spec Spec) error {
+	if err := w.scratch.fill(spec, w.uid, w.gid); err != nil {
+		w.discard()
+		return err
+	}
+	if err := w.cg.setLimits(spec.Limits.Memory, spec.Limits.Processes); err != nil {
+		w.discard()
+		return &SetupError{Step: "set cgroup limits", Err: err}
+	}
+	return nil
+}
+
 // discard kills an unused warm sandbox and waits for its teardown.
 func (w *warmSandbox) discard() {
 	close(w.jobs)

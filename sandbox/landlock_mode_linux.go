@@ -86,13 +86,8 @@ func (r *Runner) runLandlock(ctx context.Context, spec Spec) (res *Result, err e
 // and cgroup made, the init started and waiting. A failure discards it;
 // the task never ran in it.
 func (r *Runner) runWarmLandlock(ctx context.Context, spec Spec, w *warmSandbox) (*Result, error) {
-	if err := w.scratch.fill(spec, w.uid, w.gid); err != nil {
-		w.discard()
+	if err := w.prepare(spec); err != nil {
 		return nil, err
-	}
-	if err := w.cg.setLimits(spec.Limits.Memory, spec.Limits.Processes); err != nil {
-		w.discard()
-		return nil, &SetupError{Step: "set cgroup limits", Err: err}
 	}
 	res, err := w.run(ctx, initLaunch{cfg: r.landlockTask(spec, w.scratch.path, w.uid, w.gid), cgroup: w.cg, spec: spec, killTree: killSession})
 	if err != nil {

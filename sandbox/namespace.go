@@ -119,13 +119,8 @@ func (r *Runner) runNamespace(ctx context.Context, spec Spec) (res *Result, err 
 // the task's files, its cgroup limits and the task phase of the init are
 // left. A failure discards the sandbox; the task never ran in it.
 func (r *Runner) runWarm(ctx context.Context, spec Spec, w *warmSandbox) (*Result, error) {
-	if err := w.scratch.fill(spec, w.uid, w.gid); err != nil {
-		w.discard()
+	if err := w.prepare(spec); err != nil {
 		return nil, err
-	}
-	if err := w.cg.setLimits(spec.Limits.Memory, spec.Limits.Processes); err != nil {
-		w.discard()
-		return nil, &SetupError{Step: "set cgroup limits", Err: err}
 	}
 	cfg, layer := r.taskConfig(spec, w.scratch.path)
 	res, err := w.run(ctx, initLaunch{cfg: cfg, cgroup: w.cg, spec: spec})

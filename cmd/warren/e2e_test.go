@@ -238,18 +238,19 @@ func TestE2EFirstSignalDrainsSecondCancels(t *testing.T) {
 	c.Stderr = &errb
 	require.NoError(t, c.Start())
 	t.Cleanup(func() { _ = c.Process.Kill() })
-	file := writeBatch(t, 1, func(int) string { return "sleep 60" })
+	// The task marks that it runs (visible: no isolation here). Delivered
+	// is not enough: a task delivered but not yet started when the first
+	// signal lands is handed back, not run.
+	running := filepath.Join(t.TempDir(), "running")
+	file := writeBatch(t, 1, func(int) string { return fmt.Sprintf("touch %s; sleep 60", running) })
 	_, stderr, code := e.run(t, "submit", file, "--batch", "sig")
 	require.Equal(t, 0, code, stderr)
-	var cons jetstream.Consumer
 	require.Eventually(t, func() bool {
-		var err error
-		if cons, err = e.b.JS.Consumer(context.Background(), messages.StreamTasks, messages.ConsumerName("default", "default")); err != nil {
-			return false
-		}
-		ci, err := cons.Info(context.Background())
-		return err == nil && ci.NumAckPending == 1
+		_, err := os.Stat(running)
+		return err == nil
 	}, 30*time.Second, 10*time.Millisecond)
+	cons, err := e.b.JS.Consumer(context.Background(), messages.StreamTasks, messages.ConsumerName("default", "default"))
+	require.NoError(t, err)
 
 	exited := make(chan error, 1)
 	require.NoError(t, c.Process.Signal(syscall.SIGTERM))
