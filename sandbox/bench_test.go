@@ -56,7 +56,7 @@ func BenchmarkSandboxStart(b *testing.B) {
 	require.NoError(b, err)
 	rNS, err := New(Config{Isolation: IsolationNamespace, ScratchRoot: root})
 	require.NoError(b, err)
-	rNS.ns.noLayer = true
+	rNS.ns.noLayer.Store(true)
 	rWarm, err := New(Config{Isolation: IsolationNamespace, ScratchRoot: root, Prestart: 1})
 	require.NoError(b, err)
 	b.Cleanup(func() { _ = rWarm.Close() })

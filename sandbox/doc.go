@@ -81,6 +81,12 @@
 // unrestricted, for its task; everything else (files, limits, rlimits,
 // Landlock, seccomp, the uid drop) happens when the task arrives.
 //
+// In both modes the warm init also builds, before it reports ready, the
+// Landlock ruleset a task of its key carries (its paths are known: home,
+// toolchain, network), and when the task arrives enforces it only if the
+// task's policy is equal to the one it was built from (else it builds the
+// task's own): the ~30 path opens and rule calls are off the critical path.
+//
 // A cold run pays the init's start: the dedicated init is a static ~3 MB
 // binary (x/sys and go-landlock only; the seccomp program arrives
 // assembled) that starts in ~5 ms where the 32 MB worker binary took ~24.
@@ -123,6 +129,22 @@
 // memory and pids limits, and PeakMemory comes from it; otherwise
 // Result.ResourceLimits says "rlimits only (why)" and `warren doctor` says
 // how to fix it. Nothing pretends: the field names what was enforced.
+//
+// # Observing a run
+//
+// Spec.Started, when set, is called once the command has been exec'd (cold
+// or warm, namespace or Landlock mode; not in mode none, not when setup
+// failed) with a Handle on the run. Handle.Memory is what only the run's
+// end gives back: anonymous memory, tmpfs/shm pages and swap, read from the
+// run's cgroup (v1 memory.stat total_rss + total_shmem + total_swap; v2
+// memory.stat anon + shmem, plus memory.swap.current) or, without one,
+// summed over the command and its descendants from /proc/<pid>/status
+// (RssAnon + RssShmem + VmSwap). Page cache and mapped files are left out:
+// they are shared (a toolchain's mmapped libraries) and reclaimable. A
+// long-lived process (the Lean REPL pool) uses it to recycle itself on
+// growth. The Handle is safe for concurrent use; the command's pid is
+// pinned by a pidfd, so once the command is reaped its methods return an
+// error wrapping ErrRunEnded, never a reading of a reused pid.
 //
 // # Kernel requirements
 //

@@ -18,7 +18,7 @@ func TestInitViaProcSelfExe(t *testing.T) {
 	r, err := New(cfg)
 	require.NoError(t, err)
 	require.Equal(t, selfExe, r.init.exec)
-	r.ns.noLayer = true
+	r.ns.noLayer.Store(true)
 	o := runIn(t, r, Spec{Argv: sh(`test ! -e /root && echo isolated; grep NoNewPrivs /proc/self/status; echo $$`)})
 	require.Equal(t, "isolated\nNoNewPrivs:\t1\n1\n", o.stdout, o.stderr)
 	if landlockABI().require(landlockMinABIDefault) != nil {

@@ -171,13 +171,9 @@ func (s *startedInit) finish(ctx context.Context, l initLaunch) (*Result, error)
 		return fail(parseFailure(status))
 	}
 
-	if os.Getenv("ZZT") != "" {
-		println("exec marker", time.Since(s.start).Microseconds())
-	}
+	ended := observeRun(l.spec, cmd.Process.Pid, l.cgroup) // Spec.Started
 	waitErr := cmd.Wait()
-	if os.Getenv("ZZT") != "" {
-		println("waited", time.Since(s.start).Microseconds())
-	}
+	ended()
 	kill() // nothing of the run outlives it
 	if cmd.ProcessState == nil {
 		return nil, errors.Join(errors.New("sandbox: wait"), waitErr)

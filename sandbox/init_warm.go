@@ -21,8 +21,9 @@ import (
 // blocks reading the task. Only what depends on the task is left for the
 // run: its files written into the scratch directory by the worker, the
 // cgroup limits, then the init's chdir, rlimits, capability drop, Landlock
-// layer and exec. Each warm sandbox serves exactly one task; the pool
-// refills in the background.
+// layer (its ruleset built ahead, enforced only if the task's policy is
+// the expected one) and exec. Each warm sandbox serves exactly one task;
+// the pool refills in the background.
 //
 // Its stdio are pipes the worker copies to and from the run's Spec (a
 // pre-started process cannot be given the caller's files), so runs whose
@@ -283,17 +284,29 @@ func (r *Runner) newWarm(k warmKey, hook func(*nsConfig)) (*warmSandbox, error) 
 		}
 		attr = nsAttr(uid, gid, r.ns.pool != nil)
 	}
+	policy := r.warmPolicy(k, w.scratch.path, uid, gid) // built by the init ahead of the task
 	w.cg, err = r.ns.cgroups.create(cgName, r.cfg.Defaults.Memory, r.cfg.Defaults.Processes)
 	if err != nil {
 		return giveBack(&SetupError{Step: "create cgroup", Err: err})
 	}
 	ready := make(chan error, 1)
-	go w.serve(r, attr, ns, ready)
+	go w.serve(r, attr, ns, policy, ready)
 	if err := <-ready; err != nil {
 		<-w.done // reaped and torn down by serve
 		return nil, err
 	}
 	return w, nil
+}
+
+// warmPolicy is the Landlock policy a task of key k will carry in a warm
+// sandbox with this scratch and uid (nil: none): the init builds its
+// ruleset ahead of the task.
+func (r *Runner) warmPolicy(k warmKey, scratch string, uid, gid uint32) *landlockPolicy {
+	if k.landlock {
+		return r.landlockTask(k.spec(), scratch, uid, gid).Landlock
+	}
+	cfg, _ := r.taskConfig(k.spec(), scratch)
+	return cfg.Landlock
 }
 
 func cgroupName(s nsScratch, uid uint32) string {
@@ -303,7 +316,7 @@ func cgroupName(s nsScratch, uid uint32) string {
 // serve owns the warm init for its whole life, on one locked OS thread.
 // It reports on ready whether the view was built, then runs the one job
 // (or is discarded), tears the sandbox down and closes done.
-func (w *warmSandbox) serve(r *Runner, attr *syscall.SysProcAttr, ns *nsConfig, ready chan<- error) {
+func (w *warmSandbox) serve(r *Runner, attr *syscall.SysProcAttr, ns *nsConfig, policy *landlockPolicy, ready chan<- error) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	defer close(w.done)
@@ -337,7 +350,7 @@ func (w *warmSandbox) serve(r *Runner, attr *syscall.SysProcAttr, ns *nsConfig, 
 		_ = s.cmd.Process.Kill()
 		_ = s.cmd.Wait()
 	}
-	if err := s.prepare(w.cg, ns); err != nil {
+	if err := s.prepare(w.cg, ns, policy); err != nil {
 		kill()
 		teardown()
 		ready <- err
@@ -353,11 +366,7 @@ func (w *warmSandbox) serve(r *Runner, attr *syscall.SysProcAttr, ns *nsConfig, 
 	}
 	s.start = time.Now()
 	res, err := pipes.pump(job.l.spec, func() (*Result, error) { return s.finish(job.ctx, job.l) })
-	t1 := time.Now()
 	teardown()
-	if os.Getenv("ZZT") != "" {
-		println("finish", t1.Sub(s.start).Microseconds(), "teardown", time.Since(t1).Microseconds())
-	}
 	job.out <- warmOut{res: res, err: err}
 }
 
@@ -370,14 +379,15 @@ func (w *warmSandbox) teardown(r *Runner) error {
 	return r.teardown(w.scratch, w.uid, w.cg)
 }
 
-// prepare attaches the init to its cgroup, sends the view and waits until
-// the init reports it built (or names the step that failed).
-func (s *startedInit) prepare(cg *runCgroup, ns *nsConfig) error {
+// prepare attaches the init to its cgroup, sends the view (and the
+// Landlock policy to build ahead) and waits until the init reports it
+// built (or names the step that failed).
+func (s *startedInit) prepare(cg *runCgroup, ns *nsConfig, policy *landlockPolicy) error {
 	if err := cg.attach(s.cmd.Process.Pid, cg.v2Dir() != "" && !s.cmd.SysProcAttr.UseCgroupFD); err != nil {
 		return &SetupError{Step: "attach cgroup", Err: err}
 	}
 	s.attached = true
-	if err := writeJSON(s.confW, &initConfig{Prepare: true, NS: ns}); err != nil {
+	if err := writeJSON(s.confW, &initConfig{Prepare: true, NS: ns, Landlock: policy}); err != nil {
 		return &SetupError{Step: "send view", Err: err}
 	}
 	var b [1]byte

@@ -18,7 +18,7 @@ func warmRunner(t *testing.T, prestart int) *Runner {
 	cold := nsRunner(t)
 	r, err := New(Config{Isolation: IsolationNamespace, ScratchRoot: cold.cfg.ScratchRoot, Prestart: prestart})
 	require.NoError(t, err)
-	r.ns.noLayer = true
+	r.ns.noLayer.Store(true)
 	t.Cleanup(func() { require.NoError(t, r.Close()) })
 	return r
 }
@@ -160,7 +160,7 @@ func TestWarmSandboxesApplyTheLandlockLayer(t *testing.T) {
 	require.Equal(t, "Seccomp:\t0\nnetlink\n", o.stdout, "control: no layer")
 
 	on := warmRunner(t, 1)
-	on.ns.noLayer = false
+	on.ns.noLayer.Store(false)
 	waitWarm(t, on, Spec{}, 1)
 	before := scratchDirs(t, on)
 	o = runIn(t, on, Spec{Argv: append(probe[:2:2], probe[2]+`; echo $HOME`)})

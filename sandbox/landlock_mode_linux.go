@@ -140,16 +140,26 @@ func killSession(p *os.Process) {
 	_ = p.Kill()
 }
 
-// landlockTeardown removes the home and, as root, sweeps the run's uid and
-// returns it to the pool only when no live process of it is left and the
-// home is gone; otherwise the uid is quarantined. Zombies do not count:
+// landlockTeardown sweeps the run (by its cgroup, else as root by its
+// uid), removes the home and, as root, returns the uid to the pool only
+// when no live process of it is left and the home is gone; otherwise the
+// uid is quarantined. Zombies do not count:
 // they are dead and only wait for a parent to reap them.
 func (r *Runner) landlockTeardown(home nsScratch, uid uint32, cg *runCgroup) error {
 	var errs []error
 	// A clean sweep leaves no process of uid, and nothing can start one
-	// but the worker: the teardown check need not scan /proc again.
+	// but the worker: the teardown check need not look again. With a
+	// cgroup the sweep is by cgroup (every process of the run is in it);
+	// without one, by uid over /proc.
 	swept := false
-	if r.ns.pool != nil {
+	switch {
+	case cg != nil:
+		if err := cg.sweep(); err != nil {
+			errs = append(errs, err)
+		} else {
+			swept = true
+		}
+	case r.ns.pool != nil:
 		if err := landlockSweepUID(uid); err != nil {
 			errs = append(errs, err)
 		} else {

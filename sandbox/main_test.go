@@ -85,7 +85,7 @@ func helperMain(mode string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
-	r.ns.noLayer = true
+	r.ns.noLayer.Store(true)
 	_, err = r.Run(context.Background(), Spec{Argv: argv, Stdout: os.Stdout, Limits: Limits{Wall: time.Minute}})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -22,7 +23,7 @@ type nsState struct {
 	pool    *uidPool // nil when the worker is not root
 	// noLayer leaves the Landlock layer off, so tests prove the namespace
 	// layer's own properties (the layer is proven by its own tests).
-	noLayer bool
+	noLayer atomic.Bool
 
 	warm warmState // warm sandboxes (init_warm.go)
 }
@@ -147,7 +148,7 @@ func (r *Runner) taskConfig(spec Spec, scratch string) (cfg *initConfig, layer s
 	}
 	// The Landlock layer (nil below the configured ABI floor), applied by
 	// the init after the view is built, with paths as seen inside it.
-	if !r.ns.noLayer {
+	if !r.ns.noLayer.Load() {
 		cfg.Landlock, layer = r.layeredLandlock(spec, scratch)
 	}
 	return cfg, layer

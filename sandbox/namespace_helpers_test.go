@@ -25,7 +25,7 @@ func nsRunner(t *testing.T) *Runner {
 	require.NoError(t, os.Chmod(root, 0o711))
 	r, err := New(Config{Isolation: IsolationNamespace, ScratchRoot: root})
 	require.NoError(t, err)
-	r.ns.noLayer = true // these tests prove the namespace layer alone
+	r.ns.noLayer.Store(true) // these tests prove the namespace layer alone
 	return r
 }
 

@@ -199,7 +199,7 @@ func TestNamespaceModeWorksWheneverTheKernelAllows(t *testing.T) {
 // meets the floor, and says exactly that in InForce.
 func TestNamespaceModeWithTheLandlockLayer(t *testing.T) {
 	r := nsRunner(t)
-	r.ns.noLayer = false
+	r.ns.noLayer.Store(false)
 	want := "namespace"
 	if landlockABI().require(r.cfg.LandlockMinABI) == nil {
 		want = "namespace" + inForceLayer
@@ -231,7 +231,7 @@ func TestPrestartedInitsRunLikeColdOnes(t *testing.T) {
 	r, err := New(Config{Isolation: IsolationNamespace, ScratchRoot: cold.cfg.ScratchRoot, Prestart: 2})
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, r.Close()) })
-	r.ns.noLayer = true
+	r.ns.noLayer.Store(true)
 	probe := sh(`cat; grep -E '^(CapEff|NoNewPrivs):' /proc/self/status; test ! -e /root && echo isolated; echo $$; echo err >&2; exit 3`)
 	for i := range 4 {
 		o := runIn(t, r, Spec{Argv: probe, Stdin: strings.NewReader(fmt.Sprintf("in%d\n", i))})

@@ -56,6 +56,13 @@ type Spec struct {
 	Isolation Isolation
 	Network   Network
 	Limits    Limits
+	// Started, when set, is called once the command has been exec'd (its
+	// sandbox is set up), with a Handle that observes the run: e.g. a
+	// caller that keeps one process alive across many requests reads its
+	// memory between them. It runs on the goroutine that waits for the
+	// command, so it must return promptly. It is not called when the
+	// command never ran, nor in mode none (no isolation).
+	Started func(Handle)
 }
 
 // Limits bound one run. Zero means the runner's default (Config.Defaults).

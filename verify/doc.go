@@ -30,13 +30,28 @@
 //
 // # Lean
 //
-// lean-file runs `lake env lean` on the proof, then a separate lean
-// process with a generated check file and `#print axioms`. lean-repl keeps
+// lean-file, after lean4checker and SafeVerify, runs three sandboxed steps
+// in fresh directories: `lake env lean` compiles header+proof to
+// Proof.olean (untrusted); it compiles a generated Target.lean holding only
+// the header and `theorem Warren_<nonce>.target : (<statement>) := sorry`
+// (trusted: the statement in a clean context); the profile's
+// warren-lean-check (deploy/lean) reads both oleans as data without
+// importing them, replays every constant of Proof.olean through the kernel,
+// compares the theorem's type with the target's and collects its axioms,
+// and writes one JSON report to a nonce-named file (trusted). The verdict
+// comes from that report only. Tested against testdata/lean-file-double;
+// the Lean checker has never been compiled here (no Lean). lean-repl keeps
 // a [ReplPool] of warm sandboxed REPL processes (header imported once per
-// process, one request in flight per process, recycled after MaxRequests,
-// killed and respawned on timeout or protocol anomaly, pre-warmed by
-// [Checker.Start]). Lean elaborators run proof code in the checking process,
-// so the Lean verdicts are weaker than Coq's; docs/verify.md says how.
+// process, one request in flight per process, killed and respawned on
+// timeout or protocol anomaly, pre-warmed by [Checker.Start]). A REPL keeps
+// every environment, so it only grows: the pool recycles a process after
+// Pool.MaxRequests proofs, and when its memory, read through the sandbox's
+// run handle (sandbox.Spec.Started, Handle.Memory: anonymous + shmem +
+// swap, not the shared page cache of mmapped .olean files) after a proof
+// or before the next, is above Pool.MaxMemoryBytes. Recycling never
+// changes a finished proof's verdict; [ReplPool.Stats] counts recycles by
+// cause. The REPL runs proof code in the checking process, so its
+// verdicts are weaker than file mode's; docs/verify.md says how.
 //
 // # Limits
 //

@@ -118,6 +118,11 @@ type LeanConfig struct {
 	// Header is the default header (imports) when a task has none. Defaults
 	// to "import Mathlib" for lean-repl and none for lean-file.
 	Header string `json:"header,omitempty"`
+	// Checker is the warren-lean-check binary (deploy/lean/warren-lean-check,
+	// built with the project's toolchain) that replays the compiled proof
+	// through the kernel (lean-file). Required for lean-file; absolute, and
+	// inside Toolchain so the sandbox sees it.
+	Checker string `json:"checker,omitempty"`
 }
 
 // PoolConfig configures a warm REPL pool.
@@ -126,8 +131,9 @@ type PoolConfig struct {
 	Size int `json:"size,omitempty"`
 	// MaxRequests recycles a process after that many proofs. Defaults to 200.
 	MaxRequests int `json:"max_requests,omitempty"`
-	// MaxMemoryBytes recycles a process whose resident set grew past it.
-	// Defaults to 80% of Limits.MemoryBytes.
+	// MaxMemoryBytes recycles a process whose memory (its sandbox's
+	// anonymous + shmem + swap, sandbox.Handle.Memory) is above it after a
+	// proof or before the next. Defaults to 80% of Limits.MemoryBytes.
 	MaxMemoryBytes int64 `json:"max_memory_bytes,omitempty"`
 	// HeaderTimeout bounds importing the header in a fresh process.
 	// Defaults to 5m.
@@ -326,6 +332,9 @@ func (p *Profile) validate() error {
 			}
 		} else if p.Pool != nil {
 			return bad("pool", "only lean-repl profiles take a pool section")
+		}
+		if p.Kind == KindLeanFile && !filepath.IsAbs(p.Lean.Checker) {
+			return bad("lean.checker", "%q must be an absolute path to the built warren-lean-check (deploy/lean/README.md)", p.Lean.Checker)
 		}
 	}
 	return nil

@@ -15,7 +15,12 @@ import (
 
 // ReplPool is a warm pool of sandboxed Lean REPL processes for one
 // lean-repl profile. Each slot holds at most one process; a check takes a
-// slot, so one request is in flight per process.
+// slot, so one request is in flight per process. A process is recycled
+// (killed; the slot starts a fresh one on its next proof) after
+// Pool.MaxRequests proofs, when its memory is above Pool.MaxMemoryBytes
+// after a proof or before the next, and on timeout, crash or protocol
+// anomaly (replpool_recycle.go). Recycling never changes the verdict of
+// the proof that just finished.
 type ReplPool struct {
 	p     *Profile
 	run   RunFunc
@@ -25,6 +30,11 @@ type ReplPool struct {
 	closeOnce sync.Once
 	closed    chan struct{}
 	all       []*replSlot
+
+	noHandle sync.Once // warn once that memory cannot be read
+	statsMu  sync.Mutex
+	started  int64
+	recycled map[RecycleCause]int64
 }
 
 type replSlot struct{ proc *replProc }
@@ -34,7 +44,7 @@ type replSlot struct{ proc *replProc }
 // only once it is warm).
 func NewReplPool(ctx context.Context, run RunFunc, p *Profile, log zerolog.Logger) (*ReplPool, error) {
 	pl := &ReplPool{p: p, run: run, log: log.With().Str("profile", p.Name).Logger(),
-		slots: make(chan *replSlot, p.Pool.Size), closed: make(chan struct{})}
+		slots: make(chan *replSlot, p.Pool.Size), closed: make(chan struct{}), recycled: map[RecycleCause]int64{}}
 	var wg sync.WaitGroup
 	errs := make([]error, p.Pool.Size)
 	for i := range p.Pool.Size {
@@ -45,6 +55,9 @@ func NewReplPool(ctx context.Context, run RunFunc, p *Profile, log zerolog.Logge
 			go func() {
 				defer wg.Done()
 				s.proc, errs[i] = startRepl(ctx, run, p, p.Lean.Header)
+				if errs[i] == nil {
+					pl.noteStarted()
+				}
 			}()
 		}
 	}
@@ -87,11 +100,14 @@ func (pl *ReplPool) Check(ctx context.Context, spec *messages.VerifySpec) (*mess
 	start := time.Now()
 	v, err := pl.checkOn(ctx, s, spec)
 	u := Usage{Wall: time.Since(start), Steps: 1, InForce: "repl-pool"}
-	if s.proc != nil {
-		s.proc.uses++
-		if s.proc.uses >= pl.p.Pool.MaxRequests {
-			s.proc.kill() // recycle: stored snapshots never shrink
-			s.proc = nil
+	// Stored environments never shrink: recycle a process that served its
+	// share or grew too big. The verdict above stands either way.
+	if rp := s.proc; rp != nil {
+		rp.uses++
+		if rp.uses >= pl.p.Pool.MaxRequests {
+			pl.recycle(s, RecycleRequests, fmt.Sprintf("served %d proofs", rp.uses))
+		} else {
+			pl.recycleIfGrown(s)
 		}
 	}
 	return v, u, err
@@ -105,9 +121,19 @@ func (pl *ReplPool) checkOn(ctx context.Context, s *replSlot, spec *messages.Ver
 	if header == "" {
 		header = pl.p.Lean.Header
 	}
-	if s.proc != nil && (s.proc.dead() || s.proc.header != header) {
-		s.proc.kill()
-		s.proc = nil
+	if s.proc != nil {
+		switch {
+		case s.proc.dead():
+			cause, why := RecycleCrash, "it ended between proofs"
+			if res, _, _ := s.proc.ended(); res != nil && res.TimedOut {
+				cause, why = RecycleTimeout, "its sandbox's lifetime limit passed"
+			}
+			pl.recycle(s, cause, why)
+		case s.proc.header != header:
+			pl.recycle(s, RecycleHeader, "the proof needs another header")
+		default:
+			pl.recycleIfGrown(s) // it may have grown while idle (a task a proof left running)
+		}
 	}
 	if s.proc == nil {
 		proc, err := startRepl(ctx, pl.run, pl.p, header)
@@ -115,6 +141,7 @@ func (pl *ReplPool) checkOn(ctx context.Context, s *replSlot, spec *messages.Ver
 			return nil, err
 		}
 		s.proc = proc
+		pl.noteStarted()
 	}
 	rp := s.proc
 	n := nonce()
@@ -161,8 +188,7 @@ func (pl *ReplPool) checkOn(ctx context.Context, s *replSlot, spec *messages.Ver
 		return pl.failed(s, err)
 	}
 	if len(resp.Messages) != 1 || strings.TrimSpace(resp.Messages[0].Data) != fmt.Sprintf("%q", n2) {
-		s.proc.kill()
-		s.proc = nil
+		pl.recycle(s, RecycleCrash, "answers out of step with the requests (forged output?)")
 		return reject(messages.ReasonCrash, "the REPL's answers are out of step with its requests (forged output?)"), nil
 	}
 	return leanAxiomVerdict(pl.p, axioms), nil
@@ -171,8 +197,7 @@ func (pl *ReplPool) checkOn(ctx context.Context, s *replSlot, spec *messages.Ver
 // failed turns a request failure into a verdict and drops the process.
 func (pl *ReplPool) failed(s *replSlot, err error) (*messages.Verdict, error) {
 	rp := s.proc
-	s.proc = nil
-	rp.kill()
+	pl.recycle(s, causeOf(err), err.Error())
 	switch {
 	case errors.Is(err, errReplTimeout):
 		return reject(messages.ReasonTimeout, fmt.Sprintf("no answer within %s; the REPL was killed and will be respawned", pl.p.Limits.Wall.D())), nil

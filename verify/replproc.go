@@ -21,6 +21,10 @@ var errReplDead = errors.New("verify: REPL process died or broke the protocol")
 // errReplTimeout means a request outlived its limit; the process is killed.
 var errReplTimeout = errors.New("verify: REPL request timed out")
 
+// errNoHandle means the sandbox gave no handle on the process (isolation
+// none calls no Spec.Started): its memory cannot be read.
+var errNoHandle = errors.New("verify: no sandbox handle on the REPL process")
+
 // replProc is one long-running sandboxed REPL process. One request is in
 // flight at a time (the protocol has no request ids).
 type replProc struct {
@@ -37,6 +41,7 @@ type replProc struct {
 	stderr *cappedBuffer // written by the sandbox until done
 
 	mu        sync.Mutex
+	handle    sandbox.Handle // set by Spec.Started once the process runs
 	res       *sandbox.Result
 	err       error
 	killedUs  bool // we killed it while it was still running
@@ -94,6 +99,11 @@ func startRepl(ctx context.Context, run RunFunc, p *Profile, header string) (*re
 		ReadOnly: append([]string(nil), p.Toolchain...),
 		Limits:   lim,
 		Network:  sandbox.NetworkNone,
+		Started: func(h sandbox.Handle) {
+			rp.mu.Lock()
+			rp.handle = h
+			rp.mu.Unlock()
+		},
 	}
 	go func() {
 		defer close(rp.done)
@@ -211,6 +221,18 @@ func (rp *replProc) kill() {
 		_ = rp.stdin.Close()
 		_ = rp.stdout.Close()
 	})
+}
+
+// memory is the process's memory as its sandbox measures it
+// (sandbox.Handle.Memory); errNoHandle when the sandbox gives no handle.
+func (rp *replProc) memory() (int64, error) {
+	rp.mu.Lock()
+	h := rp.handle
+	rp.mu.Unlock()
+	if h == nil {
+		return 0, errNoHandle
+	}
+	return h.Memory()
 }
 
 // dead reports whether the process has ended.

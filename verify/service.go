@@ -89,6 +89,9 @@ func (p *Profile) installed() error {
 	case KindLeanFile, KindLeanREPL:
 		if p.Lean != nil {
 			paths = append(paths, p.Lean.Project)
+			if p.Kind == KindLeanFile {
+				paths = append(paths, p.Lean.Checker) // the trusted audit step
+			}
 		}
 	}
 	paths = append(paths, p.Toolchain...)

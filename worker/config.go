@@ -64,7 +64,10 @@ type Config struct {
 	// Consumer tunes the shared durable consumers (AckWait, MaxDeliver).
 	Consumer broker.ConsumerConfig
 	// PullWait is how long one pull for a free slot waits for a task before
-	// the slot is offered again. Defaults to 2s.
+	// the slot is offered again (one profile served). With several
+	// profiles a pull never waits while it holds a slot, and PullWait is
+	// the longest pause between two polls of a profile that had no task.
+	// Defaults to 2s.
 	PullWait time.Duration
 	// Heartbeat is how often a running task is marked in progress (and a
 	// keepalive event sent). Defaults to a third of Consumer.AckWait.

@@ -17,6 +17,16 @@
 // runs out (the pre-buffer trap, nats.go#1929). Capacity is decided here,
 // on the host; the consumer's MaxAckPending is only a fleet-wide safety net.
 //
+// Each served profile (a durable consumer) has its own pull loop, and the
+// loops share the slots. With one profile a pull waits up to PullWait while
+// it holds its slot. With several, a pull holding a slot never waits
+// (FetchNoWait): otherwise a freed slot would mostly land in an idle
+// profile's long pull and sit there (measured: a 4-profile Coq worker ran
+// at a fraction of its slots). A profile that found nothing pauses without
+// a slot, 20 ms doubling up to PullWait, so an idle profile's first task
+// starts within PullWait and a busy profile never waits for a slot that
+// is free.
+//
 // # Failure handling
 //
 //   - Invalid task (undecodable, fails validation): an invalid result naming

@@ -1,6 +1,7 @@
 package worker_test
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"strconv"
@@ -56,6 +57,8 @@ type workerOpts struct {
 	runner     worker.Runner
 	ackWait    time.Duration
 	maxDeliver int
+	profiles   []string      // Config.ExecProfiles; default one
+	pullWait   time.Duration // Config.PullWait; default 500ms
 }
 
 func startWorker(t testing.TB, b *brokertest.Broker, name string, o workerOpts) *worker.Worker {
@@ -65,14 +68,15 @@ func startWorker(t testing.TB, b *brokertest.Broker, name string, o workerOpts) 
 		o.runner = insecureRunner(t)
 	}
 	w, err := worker.New(nc, worker.Config{
-		HostID:    name,
-		Capacity:  max(o.capacity, 1),
-		Runner:    o.runner,
-		Isolation: []messages.Isolation{messages.IsolationNone},
-		Consumer:  broker.ConsumerConfig{AckWait: max(o.ackWait, 3*time.Second), MaxDeliver: o.maxDeliver},
-		PullWait:  500 * time.Millisecond,
-		RetryBase: 50 * time.Millisecond,
-		Logger:    zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel),
+		HostID:       name,
+		Capacity:     max(o.capacity, 1),
+		Runner:       o.runner,
+		ExecProfiles: o.profiles,
+		Isolation:    []messages.Isolation{messages.IsolationNone},
+		Consumer:     broker.ConsumerConfig{AckWait: max(o.ackWait, 3*time.Second), MaxDeliver: o.maxDeliver},
+		PullWait:     cmp.Or(o.pullWait, 500*time.Millisecond),
+		RetryBase:    50 * time.Millisecond,
+		Logger:       zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel),
 
 		TaskStarted: o.started,
 	})

@@ -123,7 +123,7 @@ func (w *Worker) start(ctx context.Context) error {
 	go func() { defer w.bg.Done(); w.registryLoop(started) }()
 	for i, c := range consumers {
 		w.pullers.Add(1)
-		go func() { defer w.pullers.Done(); w.pullLoop(c, w.cfg.profiles()[i]) }()
+		go func() { defer w.pullers.Done(); w.pullLoop(c, w.cfg.profiles()[i], len(consumers) > 1) }()
 	}
 	w.started.Store(true)
 	w.log.Info().Int("capacity", w.cfg.Capacity).Strs("profiles", w.cfg.profiles()).Str("pool", w.cfg.Pool).Msg("worker started")
@@ -133,16 +133,31 @@ func (w *Worker) start(ctx context.Context) error {
 // pullLoop takes a free slot, then asks the consumer for exactly one task.
 // No task is ever held without a slot to run it, so nothing waits in a
 // buffer while its AckWait runs out.
-func (w *Worker) pullLoop(c jetstream.Consumer, profile string) {
+//
+// With one profile the pull holding the slot waits up to PullWait for a
+// task: nothing else wants the slot. With several (contested), a slot
+// parked in an idle profile's long pull would starve the busy profiles
+// (most grabs of a freed slot would idle for PullWait), so a pull that
+// holds a slot never waits, and a profile that found nothing sleeps
+// without a slot, from idleMin doubling up to PullWait, before it asks
+// again: a task of an idle profile starts within PullWait.
+func (w *Worker) pullLoop(c jetstream.Consumer, profile string, contested bool) {
 	log := w.log.With().Str("profile", profile).Logger()
 	backoff := newBackoff(100*time.Millisecond, 5*time.Second)
+	idle := newBackoff(idleMin, w.cfg.PullWait)
 	for {
 		select {
 		case <-w.pullCtx.Done():
 			return
 		case <-w.slots:
 		}
-		batch, err := c.Fetch(1, jetstream.FetchMaxWait(w.cfg.PullWait))
+		var batch jetstream.MessageBatch
+		var err error
+		if contested {
+			batch, err = c.FetchNoWait(1)
+		} else {
+			batch, err = c.Fetch(1, jetstream.FetchMaxWait(w.cfg.PullWait))
+		}
 		if err != nil {
 			w.slots <- struct{}{}
 			if w.pullCtx.Err() != nil {
@@ -172,6 +187,11 @@ func (w *Worker) pullLoop(c jetstream.Consumer, profile string) {
 		}
 		if !got {
 			w.slots <- struct{}{}
+		}
+		if got {
+			idle.reset()
+		} else if contested && !sleepCtx(w.pullCtx, idle.next()) {
+			return
 		}
 		if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) && !errors.Is(err, jetstream.ErrNoMessages) {
 			if w.pullCtx.Err() != nil {
@@ -249,6 +269,9 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 }
 
 type backoff struct{ base, max, cur time.Duration }
+
+// idleMin is the first pause of a contested profile that found no task.
+const idleMin = 20 * time.Millisecond
 
 func newBackoff(base, max time.Duration) *backoff { return &backoff{base: base, max: max} }
 

@@ -70,7 +70,10 @@ type Config struct {
 	// Prepare splits the run in two (a warm sandbox): after phase 2 the
 	// init writes StatusReady and blocks reading a second Config,
 	// the task (Argv, Env, Path, Dir, Rlimits, Landlock), then goes on with
-	// phase 3. Nothing of the task is known before.
+	// phase 3. Nothing of the task is known before. With Prepare, Landlock
+	// is the policy the task is expected to carry: its ruleset is built
+	// before StatusReady and enforced only if the task's policy is equal
+	// (else the task's own is built; the prepared one is dropped).
 	Prepare bool `json:"prepare,omitempty"`
 }
 
@@ -159,8 +162,16 @@ func run() error {
 			return err
 		}
 	}
+	var prepared *PreparedLandlock
 	if cfg.Prepare {
-		// A warm sandbox: the view is ready; wait for the task.
+		// A warm sandbox: the view is ready; build the Landlock ruleset the
+		// task will most likely carry, then wait for the task.
+		if cfg.Landlock != nil {
+			var err error
+			if prepared, err = PrepareLandlock(cfg.Landlock); err != nil {
+				return err
+			}
+		}
 		status := os.NewFile(StatusFD, "status")
 		if _, err := status.Write([]byte{StatusReady}); err != nil {
 			return fail("report ready", "", err)
@@ -188,10 +199,18 @@ func run() error {
 	if err := dropBoundingCaps(); err != nil {
 		return err
 	}
-	if cfg.Landlock != nil {
+	switch {
+	case cfg.Landlock != nil && prepared.Matches(cfg.Landlock):
+		if err := prepared.Apply(); err != nil {
+			return err
+		}
+	case cfg.Landlock != nil:
+		prepared.Close()
 		if err := ApplyLandlock(cfg.Landlock); err != nil {
 			return err
 		}
+	default:
+		prepared.Close()
 	}
 	if cfg.Cred != nil {
 		if err := dropCred(cfg.Cred); err != nil {

@@ -16,14 +16,24 @@ A toy elaborator stands in for Lean, enough to exercise a verifier:
   ERROR                  an error message
   SLEEP / CRASH / BLOAT  never answer / exit 3 / grow memory then die
   FORGE                  write a forged clean response straight to stdout
+  -- DOUBLE: grow N      allocate N MiB (every page written) and keep it for
+                         the life of the process (a REPL whose envs pile up)
+  -- DOUBLE: grow-later N  the same, two seconds after answering, from a
+                         thread (a task a proof left running while idle)
+  -- DOUBLE: whoami      an error "DOUBLE process <id> command <n>": this
+                         process's random id and how many commands it has
+                         run, so a test sees which process served a request
 """
 import json
 import os
 import re
 import sys
+import threading
 import time
 
 envs = []  # env id -> dict name -> (type, axioms, body)
+held = []  # memory grown on request, kept until the process ends
+PROCESS_ID = os.urandom(8).hex()
 
 
 def respond(obj):
@@ -40,6 +50,18 @@ def elaborate(cmd, consts):
     messages, sorries = [], []
     for i, line in enumerate(cmd.split("\n"), 1):
         s = line.strip()
+        m = re.match(r"--\s*DOUBLE:\s*grow\s+(\d+)$", s)
+        if m:
+            held.append(b"\x01" * (int(m.group(1)) << 20))
+            continue
+        m = re.match(r"--\s*DOUBLE:\s*grow-later\s+(\d+)$", s)
+        if m:
+            n = int(m.group(1)) << 20
+            threading.Thread(target=lambda: (time.sleep(2), held.append(b"\x01" * n)), daemon=True).start()
+            continue
+        if re.match(r"--\s*DOUBLE:\s*whoami$", s):
+            messages.append(msg("error", "DOUBLE process %s command %d" % (PROCESS_ID, len(envs) + 1), i))
+            continue
         if not s or s.startswith("import") or s.startswith("--") or s.startswith("open"):
             continue
         if "SLEEP" in s:

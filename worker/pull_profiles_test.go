@@ -1,0 +1,73 @@
+package worker_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/stretchr/testify/require"
+
+	"github.com/warrenhq/warren/broker/brokertest"
+	"github.com/warrenhq/warren/messages"
+)
+
+// TestIdleProfilesDoNotHoldSlots: a worker serving several profiles must
+// not park its slots in pulls of profiles that have no work. With one slot,
+// three idle profiles and a PullWait of an hour, a batch of the busy
+// profile completes (a slot parked in an idle profile's pull would stall
+// it for the hour; the collect deadline is only a liveness bound); the
+// control is the same batch with a single profile. A task that later
+// arrives on a profile that was idle is still picked up.
+func TestIdleProfilesDoNotHoldSlots(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		profiles []string
+	}{
+		{"single profile (control)", []string{"busy"}},
+		{"three idle profiles", []string{"idle-a", "busy", "idle-b", "idle-c"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := brokertest.Start(t, brokertest.Options{})
+			startProfileWorker(t, b, tc.profiles, time.Hour)
+			batch := "busy-batch"
+			for _, id := range ids(20) {
+				publishTo(t, b, "busy", execTask(batch, id, "/bin/true"))
+			}
+			res := collect(t, b.JS, batch, 20, time.Minute)
+			for id, r := range res {
+				require.Equal(t, messages.StatusOK, r.Status, id)
+			}
+		})
+	}
+	t.Run("a task on a profile that was idle", func(t *testing.T) {
+		b := brokertest.Start(t, brokertest.Options{})
+		startProfileWorker(t, b, []string{"busy", "quiet"}, 300*time.Millisecond)
+		publishTo(t, b, "busy", execTask("first", "a", "/bin/true"))
+		collect(t, b.JS, "first", 1, time.Minute)
+		publishTo(t, b, "quiet", execTask("later", "b", "/bin/true"))
+		res := collect(t, b.JS, "later", 1, time.Minute)
+		require.Equal(t, messages.StatusOK, res["b"].Status)
+	})
+}
+
+func startProfileWorker(t *testing.T, b *brokertest.Broker, profiles []string, pullWait time.Duration) {
+	t.Helper()
+	startWorker(t, b, "profiles", workerOpts{profiles: profiles, pullWait: pullWait})
+}
+
+// publishTo publishes task on profile's subject, as the scheduler does.
+func publishTo(t *testing.T, b *brokertest.Broker, profile string, task messages.Task) {
+	t.Helper()
+	task.Profile = profile
+	data, err := json.Marshal(task)
+	require.NoError(t, err)
+	msg := &nats.Msg{Subject: messages.TaskSubject(messages.DefaultPool, profile, task.Batch), Data: data, Header: nats.Header{}}
+	msg.Header.Set(messages.HeaderMsgID, messages.MsgID(task.Batch, task.ID, 1))
+	msg.Header.Set(messages.HeaderTaskID, task.ID)
+	msg.Header.Set(messages.HeaderBatch, task.Batch)
+	msg.Header.Set(messages.HeaderAttempt, "1")
+	_, err = b.JS.PublishMsg(context.Background(), msg)
+	require.NoError(t, err)
+}
