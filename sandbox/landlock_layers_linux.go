@@ -43,6 +43,8 @@ func (r *Runner) layeredLandlock(spec Spec, scratchInside string) (*landlockPoli
 		Toolchain: spec.ReadOnly,
 		Network:   spec.Network,
 		MinABI:    r.cfg.LandlockMinABI,
+		// / is the private view here: it may be listed.
+		PrivateRoot: true,
 	}), inForceLayer
 }
 

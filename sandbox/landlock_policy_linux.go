@@ -28,6 +28,10 @@ type landlockView struct {
 	Network Network
 	// MinABI is the Landlock ABI floor; 0 means landlockMinABIDefault.
 	MinABI int
+	// PrivateRoot says / is the layered mode's private view (everything in
+	// it is meant to be visible), so it may be listed. Never set in the
+	// Landlock-only mode, where / is the host's root.
+	PrivateRoot bool
 }
 
 // landlockSystemDirs may be read and executed. Missing ones (lib32 on most
@@ -52,7 +56,8 @@ var landlockDevices = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/rand
 
 // newLandlockPolicy builds the policy for a view: read + execute on the
 // system dirs and toolchain, read-only /proc and the /etc allow-list, the
-// safe /dev nodes, everything on the home (and private writable trees);
+// safe /dev nodes, everything on the home (and private writable trees),
+// listing (only) under a private view's root;
 // TCP bind denied, TCP connect denied with network none; both scopes; the
 // seccomp filter matching the network policy.
 func newLandlockPolicy(v landlockView) *landlockPolicy {
@@ -61,7 +66,7 @@ func newLandlockPolicy(v landlockView) *landlockPolicy {
 		minABI = landlockMinABIDefault
 	}
 	none := v.Network != NetworkLoopback
-	return &landlockPolicy{
+	p := &landlockPolicy{
 		MinABI:         minABI,
 		ReadExec:       append(slices.Clone(landlockSystemDirs), v.Toolchain...),
 		ReadOnly:       append([]string{"/proc"}, landlockEtcFiles...),
@@ -70,6 +75,12 @@ func newLandlockPolicy(v landlockView) *landlockPolicy {
 		DenyTCPConnect: none,
 		Seccomp:        (&seccompPolicy{AllowInet: !none}).assembled(),
 	}
+	if v.PrivateRoot {
+		// READ_DIR only: `ls /` and `ls /dev` work; reading or executing a
+		// file still needs one of the rules above.
+		p.ListOnly = []string{"/"}
+	}
+	return p
 }
 
 // applyLandlock applies p to the calling process (initproc.ApplyLandlock,

@@ -20,7 +20,13 @@ func TestStaleSandboxesOfADeadWorkerAreSwept(t *testing.T) {
 	r := nsRunner(t)
 	root := r.cfg.ScratchRoot
 	m := sleepMarker()
-	cmd := exec.Command("/proc/self/exe", "-test.run=^$")
+	// The dead worker and the next one share a cgroup of this test's own:
+	// other Runners on the host cannot sweep its leftovers first.
+	tcg := newTestCgroup(t, r.ns.cgroups)
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	argv := tcg.wrap([]string{exe, "-test.run=^$"})
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = append(os.Environ(), helperEnv+"=hold", "WARREN_SANDBOX_TEST_ROOT="+root,
 		"WARREN_SANDBOX_TEST_SCRIPT=mkdir $HOME/d; echo x > $HOME/d/f; chmod 0 $HOME/d; exec sleep "+m)
 	var stderr syncBuffer
@@ -28,6 +34,9 @@ func TestStaleSandboxesOfADeadWorkerAreSwept(t *testing.T) {
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	require.Eventually(t, func() bool { return len(pidsWithArg(t, m)) == 1 }, 20*time.Second, 10*time.Millisecond, stderr.String())
+	// Pinned now (pid and start time): the wait below then watches exactly
+	// these, without scanning every host process's cmdline.
+	sandboxProcs := procIDsOf(t, pidsWithArg(t, m))
 
 	live := filepath.Join(root, scratchPrefix()+"live") // this process: alive
 	foreign := filepath.Join(root, "not-a-run")
@@ -37,7 +46,10 @@ func TestStaleSandboxesOfADeadWorkerAreSwept(t *testing.T) {
 	}
 	require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
 	_ = cmd.Wait()
-	require.Eventually(t, func() bool { return len(pidsWithArg(t, m)) == 0 }, 5*time.Second, 10*time.Millisecond)
+	// The sandbox dies by its parent-death signal. Not a timing margin: it
+	// takes milliseconds, and a survivor here is a sandbox that outlived
+	// its worker (the failure names its state and pending signals).
+	requireGoneWithin(t, sandboxProcs, 5*time.Second, "the sandbox of a SIGKILLed worker")
 
 	// Control: the dead worker's scratch (and cgroups) are still there.
 	var stale []string
@@ -50,7 +62,14 @@ func TestStaleSandboxesOfADeadWorkerAreSwept(t *testing.T) {
 	}
 	require.Len(t, stale, 1, "the killed worker's scratch directory is left behind")
 	var staleCgroups []string
-	for _, parent := range r.ns.cgroups.parents {
+	parents := tcg.parents()
+	if len(parents) == 0 {
+		// Not cgroup v1: the run cgroups are under the test's own cgroup.
+		for _, p := range r.ns.cgroups.parents {
+			parents = append(parents, p)
+		}
+	}
+	for _, parent := range parents {
 		ents, err := os.ReadDir(parent)
 		require.NoError(t, err)
 		for _, e := range ents {
@@ -63,8 +82,12 @@ func TestStaleSandboxesOfADeadWorkerAreSwept(t *testing.T) {
 		require.NotEmpty(t, staleCgroups, "the killed worker's cgroups are left behind")
 	}
 
-	_, err = New(Config{Isolation: IsolationNamespace, ScratchRoot: root})
-	require.NoError(t, err)
+	// The next worker, in the same cgroup.
+	argv = tcg.wrap([]string{exe, "-test.run=^$"})
+	next := exec.Command(argv[0], argv[1:]...)
+	next.Env = append(os.Environ(), sweeperEnv+"="+root)
+	out, err := next.CombinedOutput()
+	require.NoError(t, err, "the next worker: %s", out)
 	require.NoDirExists(t, stale[0], "swept")
 	for _, d := range staleCgroups {
 		require.NoDirExists(t, d, "swept")

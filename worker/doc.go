@@ -21,8 +21,8 @@
 // loops share the slots. With one profile a pull waits up to PullWait while
 // it holds its slot. With several, a pull holding a slot never waits
 // (FetchNoWait): otherwise a freed slot would mostly land in an idle
-// profile's long pull and sit there (measured: a 4-profile Coq worker ran
-// at a fraction of its slots). A profile that found nothing pauses without
+// profile's long pull and sit there (measured on a 4-profile Coq worker:
+// 0.69 of the direct check's throughput before, 0.92-1.01 after). A profile that found nothing pauses without
 // a slot, 20 ms doubling up to PullWait, so an idle profile's first task
 // starts within PullWait and a busy profile never waits for a slot that
 // is free.

@@ -30,6 +30,9 @@ type Landlock struct {
 	// ReadWrite get every handled right (the home; the private /tmp of the
 	// layered mode).
 	ReadWrite []string `json:"read_write"`
+	// ListOnly may be listed (READ_DIR) and nothing more: the root of the
+	// layered mode's private view, whose whole content is the allow-list.
+	ListOnly []string `json:"list_only,omitempty"`
 	// DenyTCPConnect denies TCP connect (network none). TCP bind is always
 	// denied (ABI >= 4).
 	DenyTCPConnect bool `json:"deny_tcp_connect"`
@@ -211,6 +214,7 @@ func (p *Landlock) ruleset(abi int) (landlock.Config, []landlock.Rule, error) {
 		{p.ReadOnly, read, true},
 		{p.Devices, dev, true},
 		{p.ReadWrite, fs, false},
+		{p.ListOnly, landlock.AccessFSSet(ll.AccessFSReadDir), false},
 	} {
 		for _, path := range set.paths {
 			access, ok, err := fitAccess(path, set.access)
