@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"github.com/warrenhq/warren/sandbox/sandboxtest"
@@ -119,6 +120,18 @@ func TestAutoFallsBackToLandlockWithoutNamespaces(t *testing.T) {
 			require.Equal(t, 0, res.ExitCode, "prestart %d: %s", prestart, out)
 			require.Equal(t, inForceLandlock, res.InForce, "prestart %d: the Landlock-only layers, not namespace", prestart)
 			require.Contains(t, out, fmt.Sprintf("%x", sha256.Sum256([]byte("x"))))
+			if prestart > 0 {
+				// The namespace mode's refusal stops only its own warm pool:
+				// the Landlock mode, the one this host runs, stays warm.
+				spec := Spec{Limits: Limits{}.withDefaults(rr.cfg.Defaults)}
+				require.Eventually(t, func() bool { return rr.warmReady(landlockKeyOf(spec)) == prestart },
+					20*time.Second, 5*time.Millisecond, "the Landlock warm pool refills")
+				before := scratchDirs(t, rr)
+				res, out := autoRun(t, rr, Spec{Argv: []string{"/bin/sh", "-c", "echo $HOME"}})
+				require.Equal(t, inForceLandlock, res.InForce, out)
+				home := strings.TrimSpace(out)
+				require.True(t, before[home], "the run took a warm Landlock sandbox: its home %s existed before (%v)", home, before)
+			}
 		}
 	})
 

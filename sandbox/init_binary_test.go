@@ -3,7 +3,9 @@ package sandbox
 import (
 	"context"
 	"os"
+	"os/exec"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -50,4 +52,56 @@ func TestDedicatedInitIsExecutedThroughItsDescriptor(t *testing.T) {
 	var se *SetupError
 	require.ErrorAs(t, err, &se)
 	require.Equal(t, "open sandbox init", se.Step)
+}
+
+// TestTaskKeepsParentDeathSignal: the task carries SIGKILL as its
+// parent-death signal, so it dies with the worker even when the worker is
+// SIGKILLed mid-run. The signal is per thread and is lost when the init's
+// exec runs on a thread other than the one the clone armed (a Go init's
+// main goroutine can be on any thread), so the init re-arms it right
+// before exec. The init is run here off its main thread on purpose (the
+// suite's TestMain), in both modes, cold and warm; the control is a plain
+// child started without a parent-death signal, which reads 0.
+func TestTaskKeepsParentDeathSignal(t *testing.T) {
+	probe := `import ctypes; s = ctypes.c_int(-1); ctypes.CDLL(None).prctl(2, ctypes.byref(s), 0, 0, 0); print(s.value)`
+	if _, err := exec.LookPath("python3"); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("python3 is missing in CI")
+		}
+		t.Skip("python3 (the probe's interpreter) is not installed")
+	}
+	out, err := exec.Command("python3", "-c", probe).Output()
+	require.NoError(t, err)
+	require.Equal(t, "0\n", string(out), "control: no parent-death signal outside")
+
+	base := nsRunner(t)
+	for _, tc := range []struct {
+		name     string
+		iso      Isolation
+		prestart int
+	}{
+		{"namespace cold", IsolationNamespace, 0},
+		{"namespace warm", IsolationNamespace, 1},
+		{"landlock cold", IsolationLandlock, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.iso == IsolationLandlock && landlockABI().require(landlockMinABIDefault) != nil {
+				if os.Getenv("CI") == "true" {
+					t.Fatal("Landlock below the floor in CI")
+				}
+				t.Skip("Landlock below the floor on this kernel")
+			}
+			cfg := base.cfg
+			cfg.InitPath, cfg.Isolation, cfg.Prestart = selfExe, tc.iso, tc.prestart
+			r, err := New(cfg)
+			require.NoError(t, err)
+			t.Cleanup(func() { require.NoError(t, r.Close()) })
+			if tc.prestart > 0 {
+				spec := Spec{Limits: Limits{}.withDefaults(r.cfg.Defaults)}
+				require.Eventually(t, func() bool { return r.warmReady(warmKeyOf(spec)) == 1 }, 20*time.Second, 5*time.Millisecond)
+			}
+			o := runIn(t, r, Spec{Argv: []string{"python3", "-c", probe}})
+			require.Equal(t, "9\n", o.stdout, o.stderr)
+		})
+	}
 }

@@ -113,6 +113,14 @@ func startInit(init initBinary, attr *syscall.SysProcAttr, cgroupV2Dir string, s
 	statusW.Close()
 	if err != nil {
 		s.close()
+		if attr.UseCgroupFD && errors.Is(err, syscall.ENOSYS) {
+			// clone3 refused (a container's seccomp profile answers ENOSYS
+			// so callers fall back to clone): start without CLONE_INTO_CGROUP;
+			// the init is then attached through cgroup.procs before it reads
+			// its config (finish and prepare force that).
+			attr.UseCgroupFD, attr.CgroupFD = false, 0
+			return startInit(init, attr, "", stdin, stdout, stderr)
+		}
 		return nil, &SetupError{Step: stepStartInit, Path: init.path, Err: err}
 	}
 	return s, nil

@@ -70,10 +70,13 @@ func (k warmKey) spec() Spec {
 
 // warmState is the Runner's pool of warm sandboxes (nsState.warm).
 type warmState struct {
-	mu       sync.Mutex
-	pools    map[warmKey]*warmPool // nil when Config.Prestart is 0
-	closed   bool
-	disabled bool           // the kernel refused namespaces: stop trying
+	mu     sync.Mutex
+	pools  map[warmKey]*warmPool // nil when Config.Prestart is 0
+	closed bool
+	// disabled marks a mode whose warm start the kernel refused
+	// (ErrUnavailable, keyed by warmKey.landlock): stop trying it. Only that
+	// mode: on a host without namespaces the Landlock mode stays warm.
+	disabled map[bool]bool
 	wg       sync.WaitGroup // refills and discards in flight
 	failed   int            // warm setups that failed (discarded)
 	// viewHook edits a warm view before it is built (tests: a setup that
@@ -140,7 +143,7 @@ func (r *Runner) takeWarm(spec Spec, k warmKey) (w *warmSandbox, refill func()) 
 	ws := &r.ns.warm
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
-	if ws.pools == nil || ws.closed || ws.disabled {
+	if ws.pools == nil || ws.closed || ws.disabled[k.landlock] {
 		return nil, refill
 	}
 	p := ws.pools[k]
@@ -206,7 +209,7 @@ func (r *Runner) prestart(k warmKey) bool {
 	ws := &r.ns.warm
 	ws.mu.Lock()
 	p := ws.pools[k]
-	if ws.closed || ws.disabled || p == nil || p.starting+len(p.ready) >= cap(p.ready) {
+	if ws.closed || ws.disabled[k.landlock] || p == nil || p.starting+len(p.ready) >= cap(p.ready) {
 		ws.mu.Unlock()
 		return false
 	}
@@ -227,7 +230,10 @@ func (r *Runner) prestart(k warmKey) bool {
 			step = se.Step
 		}
 		if errors.Is(err, ErrUnavailable) {
-			ws.disabled = true
+			if ws.disabled == nil {
+				ws.disabled = map[bool]bool{}
+			}
+			ws.disabled[k.landlock] = true
 		}
 		r.log.Warn().Err(err).Str("step", step).Msg("a warm sandbox failed its setup and was discarded; runs start cold")
 		return false

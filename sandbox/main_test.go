@@ -6,12 +6,22 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"testing"
 	"time"
 )
 
 func TestMain(m *testing.M) {
-	MaybeInit()
+	if len(os.Args) > 0 && os.Args[0] == initArg0 {
+		// The suite's own init (InitPath /proc/self/exe) runs from a
+		// goroutine kept off the main thread (the main goroutine holds it):
+		// the init must not depend on which thread execs the task, since the
+		// parent-death signal is a per-thread setting
+		// (TestTaskKeepsParentDeathSignal).
+		runtime.LockOSThread()
+		go MaybeInit()
+		select {}
+	}
 	testInitPath = testInit()
 	if h := os.Getenv(helperEnv); h != "" {
 		os.Exit(helperMain(h))

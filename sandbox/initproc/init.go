@@ -46,11 +46,12 @@ const StatusExec = 'x'
 //  5. no_new_privs (always)
 //  6. drop bounding/ambient capabilities when held
 //  7. Landlock (when set), the last restriction before the uid drop
-//  8. Cred: setgroups([]), setresgid, setresuid, re-arm the parent-death
-//     signal and check the parent is still alive (Landlock-only mode; in
+//  8. Cred: setgroups([]), setresgid, setresuid (Landlock-only mode; in
 //     namespace mode the ids are set by the kernel/Go at clone time)
 //  9. clear all capability sets
-//  10. mark every fd above stdio close-on-exec, report "exec", execve
+//  10. re-arm the parent-death signal on this thread and check the worker
+//     is alive; mark every fd above stdio close-on-exec, report "exec",
+//     execve
 //
 // The struct is the wire format between worker and init: keep it stable.
 type Config struct {
@@ -220,6 +221,9 @@ func run() error {
 	if err := clearCaps(); err != nil {
 		return err
 	}
+	if err := armParentDeath(); err != nil {
+		return err
+	}
 	path := prunePath(cfg.Path)
 	argv0, err := lookPath(cfg.Argv[0], path)
 	if strings.Contains(cfg.Argv[0], "/") {
@@ -325,8 +329,19 @@ func dropCred(c *Cred) error {
 	if _, _, e := unix.RawSyscall(unix.SYS_SETRESUID, uintptr(c.UID), uintptr(c.UID), uintptr(c.UID)); e != 0 {
 		return fail("setresuid", "", e)
 	}
-	// A credential change clears the parent-death signal: re-arm it, then
-	// make sure the parent did not die before that.
+	// The credential change cleared the parent-death signal: phase 10
+	// re-arms it.
+	return nil
+}
+
+// armParentDeath (re)sets the parent-death signal right before exec, on
+// the thread that execs, then checks the worker is still there. The signal
+// armed at clone time belongs to the init's first thread and is cleared by
+// a credential change; a Go init's locked goroutine may run on another
+// thread, and execve from it keeps that thread's (unset) signal: without
+// this a task outlived a SIGKILLed worker in ~1% of runs
+// (TestTaskKeepsParentDeathSignal).
+func armParentDeath() error {
 	if err := unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(unix.SIGKILL), 0, 0, 0); err != nil {
 		return fail("pdeathsig", "", err)
 	}
