@@ -155,7 +155,12 @@
 // exists), and no seccomp filter blocking clone/unshare (containers).
 // Probe (`warren doctor`) launches a real probe sandbox (creating a
 // namespace proves nothing: the probe must mount inside it) and names the
-// fix for each failure.
+// fix for each failure. Where the host refuses the namespace mode itself
+// (the init's clone refused, or its first mount in the fresh namespaces
+// refused as under AppArmor's restriction) the error wraps ErrUnavailable
+// and `auto` runs the Landlock mode instead; the namespace mode's warm
+// pool stops trying, the Landlock mode's stays warm. The tests reproduce
+// both hosts with seccomp filters (sandboxtest.EnterContainer).
 //
 // # Limitations
 //

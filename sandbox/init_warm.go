@@ -341,12 +341,8 @@ func (w *warmSandbox) serve(r *Runner, attr *syscall.SysProcAttr, ns *nsConfig, 
 	s, err := startInit(r.init, attr, w.cg.v2Dir(), pipes.inR, pipes.outW, pipes.errW)
 	pipes.closeChildEnds()
 	if err != nil {
-		var se *SetupError
-		if errors.As(err, &se) && se.Step == stepStartInit {
-			se.Err = fmt.Errorf("%w: %w", ErrUnavailable, se.Err)
-		}
 		teardown()
-		ready <- err
+		ready <- refusedByHost(err)
 		return
 	}
 	defer s.close()
@@ -359,7 +355,7 @@ func (w *warmSandbox) serve(r *Runner, attr *syscall.SysProcAttr, ns *nsConfig, 
 	if err := s.prepare(w.cg, ns, policy); err != nil {
 		kill()
 		teardown()
-		ready <- err
+		ready <- refusedByHost(err)
 		return
 	}
 	ready <- nil
@@ -543,6 +539,13 @@ func (p *stdioPipes) pump(spec Spec, run func() (*Result, error)) (*Result, erro
 		}
 		_ = p.inW.Close()
 	}()
+	stdout, stderr := spec.Stdout, spec.Stderr
+	if stdout != nil && sameWriter(stdout, stderr) {
+		// One writer for both streams (as exec.Cmd promises): one Write at
+		// a time, or the two copies race on it.
+		lw := &syncWriter{w: stdout}
+		stdout, stderr = lw, lw
+	}
 	var copies sync.WaitGroup
 	copyOut := func(dst io.Writer, src *os.File) {
 		defer copies.Done()
@@ -552,8 +555,8 @@ func (p *stdioPipes) pump(spec Spec, run func() (*Result, error)) (*Result, erro
 		_, _ = io.Copy(dst, src)
 	}
 	copies.Add(2)
-	go copyOut(spec.Stdout, p.outR)
-	go copyOut(spec.Stderr, p.errR)
+	go copyOut(stdout, p.outR)
+	go copyOut(stderr, p.errR)
 	res, err := run()
 	// Every writer died with the pid namespace; bound the wait anyway, as
 	// exec.Cmd's WaitDelay does.
@@ -567,4 +570,27 @@ func (p *stdioPipes) pump(spec Spec, run func() (*Result, error)) (*Result, erro
 		<-drained
 	}
 	return res, err
+}
+
+// sameWriter reports whether a and b are the same writer (==, when their
+// type can be compared at all).
+func sameWriter(a, b io.Writer) (same bool) {
+	defer func() {
+		if recover() != nil {
+			same = false // not comparable: treated as different, as exec.Cmd does
+		}
+	}()
+	return a == b
+}
+
+// syncWriter serialises the Writes of two copies into one writer.
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *syncWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }

@@ -1,8 +1,13 @@
 package sandbox
 
 import (
+	"bytes"
+	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -230,5 +235,49 @@ func TestWarmLandlockSandboxes(t *testing.T) {
 	}
 	if r.ns.pool != nil {
 		require.Empty(t, r.ns.pool.quarantinedUIDs())
+	}
+}
+
+// TestWarmRunsShareOneWriterSafely: a run whose Stdout and Stderr are the
+// same writer (as exec.Cmd allows) gets every byte of both streams in a
+// warm sandbox, in both modes: the two copies from the sandbox's pipes
+// take turns on it (they raced before, and output was lost or zeroed in
+// a few percent of runs). The control is the cold path.
+func TestWarmRunsShareOneWriterSafely(t *testing.T) {
+	script := `i=0; while [ $i -lt 200 ]; do echo out$i; echo err$i >&2; i=$((i+1)); done`
+	var want []string
+	for i := range 200 {
+		want = append(want, fmt.Sprintf("out%d", i), fmt.Sprintf("err%d", i))
+	}
+	for _, iso := range []Isolation{IsolationNamespace, IsolationLandlock} {
+		t.Run(string(iso), func(t *testing.T) {
+			if iso == IsolationLandlock {
+				llRequire(t, landlockMinABIDefault)
+			}
+			for _, prestart := range []int{0, 1} { // cold (the control), warm
+				r, err := New(Config{Isolation: iso, ScratchRoot: llTempDir(t, 0o711), UIDBase: 1_900_100_650, UIDCount: 4, Prestart: prestart})
+				require.NoError(t, err)
+				t.Cleanup(func() { require.NoError(t, r.Close()) })
+				spec := Spec{Limits: Limits{}.withDefaults(r.cfg.Defaults)}
+				key := warmKeyOf(spec)
+				if iso == IsolationLandlock {
+					key = landlockKeyOf(spec)
+				}
+				for range 10 {
+					if prestart > 0 {
+						require.Eventually(t, func() bool { return r.warmReady(key) == 1 }, 20*time.Second, time.Millisecond)
+					}
+					var out bytes.Buffer
+					res, err := r.Run(context.Background(), Spec{Argv: []string{"/bin/sh", "-c", script}, Stdout: &out, Stderr: &out})
+					require.NoError(t, err)
+					require.Equal(t, 0, res.ExitCode)
+					got := strings.Fields(out.String())
+					sort.Strings(got)
+					w := slices.Clone(want)
+					sort.Strings(w)
+					require.Equal(t, w, got, "prestart %d", prestart)
+				}
+			}
+		})
 	}
 }

@@ -104,12 +104,7 @@ func (r *Runner) runNamespace(ctx context.Context, spec Spec) (res *Result, err 
 	cfg.NS = ns
 	res, err = r.launchInit(ctx, initLaunch{cfg: cfg, attr: nsAttr(uid, gid, r.ns.pool != nil), cgroup: cg, spec: spec})
 	if err != nil {
-		var se *SetupError
-		if errors.As(err, &se) && se.Step == stepStartInit {
-			// The kernel refused the namespaces: this mode is unavailable.
-			se.Err = fmt.Errorf("%w: %w", ErrUnavailable, se.Err)
-		}
-		return nil, err
+		return nil, refusedByHost(err)
 	}
 	res.InForce = "namespace" + layer
 	res.ResourceLimits = r.ns.cgroups.String()
@@ -335,3 +330,26 @@ func (r *Runner) releaseUID(uid uint32, scratch string, cg *runCgroup) error {
 // releaseGrace bounds how long a teardown check waits for the processes
 // of a finished run to be gone before the uid is quarantined.
 const releaseGrace = time.Second
+
+// stepMakePrivate is the init's first step inside its new namespaces
+// (initproc's setupNamespace).
+const stepMakePrivate = "make mounts private"
+
+// refusedByHost types err as ErrUnavailable (so auto falls back to the
+// Landlock mode) when it shows the host refusing the namespace mode itself,
+// not a problem of this run: the clone of the init refused (a container's
+// seccomp profile, a sysctl), or the very first mount inside the fresh
+// namespaces refused with EPERM/EACCES (Ubuntu's AppArmor restriction of
+// unprivileged user namespaces creates them without the capabilities to
+// mount; nothing of the run's own view is involved yet).
+func refusedByHost(err error) error {
+	var se *SetupError
+	if !errors.As(err, &se) || errors.Is(err, ErrUnavailable) {
+		return err
+	}
+	denied := errors.Is(se.Err, unix.EPERM) || errors.Is(se.Err, unix.EACCES)
+	if se.Step == stepStartInit || (se.Step == stepMakePrivate && denied) {
+		se.Err = fmt.Errorf("%w: %w", ErrUnavailable, se.Err)
+	}
+	return err
+}

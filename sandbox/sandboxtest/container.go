@@ -25,6 +25,11 @@ const (
 	// ContainerNoNamespacesNoLandlock also makes the Landlock syscalls fail
 	// with ENOSYS, as on a kernel built without Landlock.
 	ContainerNoNamespacesNoLandlock = "no-namespaces-no-landlock"
+	// ContainerUsernsWithoutMounts lets namespaces be created but refuses
+	// every mount operation with EPERM, the way Ubuntu's AppArmor
+	// restriction of unprivileged user namespaces leaves a new user
+	// namespace without the capabilities to build a view.
+	ContainerUsernsWithoutMounts = "userns-without-mounts"
 )
 
 // cloneNamespaceFlags are the flags Docker's profile refuses clone for
@@ -42,11 +47,21 @@ func EnterContainer() {
 		return
 	}
 	_ = os.Unsetenv(ContainerEnv)
-	if mode != ContainerNoNamespaces && mode != ContainerNoNamespacesNoLandlock {
-		fmt.Fprintf(os.Stderr, "sandboxtest: %s=%q is not %q or %q\n", ContainerEnv, mode, ContainerNoNamespaces, ContainerNoNamespacesNoLandlock)
+	var err error
+	switch mode {
+	case ContainerNoNamespaces, ContainerNoNamespacesNoLandlock:
+		err = LoadContainerFilter(mode == ContainerNoNamespacesNoLandlock)
+	case ContainerUsernsWithoutMounts:
+		err = loadFilter([]seccomp.SyscallGroup{{
+			Names:  []string{"mount", "umount2", "pivot_root", "mount_setattr", "open_tree", "move_mount", "fsopen", "fsmount"},
+			Action: seccomp.ActionErrno | seccomp.Action(unix.EPERM),
+		}})
+	default:
+		fmt.Fprintf(os.Stderr, "sandboxtest: %s=%q is not %q, %q or %q\n", ContainerEnv, mode,
+			ContainerNoNamespaces, ContainerNoNamespacesNoLandlock, ContainerUsernsWithoutMounts)
 		os.Exit(125)
 	}
-	if err := LoadContainerFilter(mode == ContainerNoNamespacesNoLandlock); err != nil {
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "sandboxtest: entering the container filter:", err)
 		os.Exit(125)
 	}
@@ -74,6 +89,11 @@ func LoadContainerFilter(noLandlock bool) error {
 			Action: enosys,
 		})
 	}
+	return loadFilter(groups)
+}
+
+// loadFilter loads groups on every thread; everything else is allowed.
+func loadFilter(groups []seccomp.SyscallGroup) error {
 	return seccomp.LoadFilter(seccomp.Filter{
 		// An unprivileged process needs no_new_privs to load a filter;
 		// root (as a container runtime does) does not set it.
