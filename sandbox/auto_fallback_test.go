@@ -48,6 +48,17 @@ func runInContainerChild(t *testing.T, mode string) {
 	require.Contains(t, string(out), "--- PASS: "+t.Name(), "the confined child must run the test, not skip it")
 }
 
+// controlThenChild is the parent's half of a fallback test: the control
+// (unconfined, auto picks the namespaces here), then the same test in a
+// child confined by mode.
+func controlThenChild(t *testing.T, uidBase uint32, mode string) {
+	t.Helper()
+	sandboxtest.RequireUserNS(t)
+	res, out := autoRun(t, autoRunner(t, uidBase, 0), Spec{Argv: []string{"/bin/true"}})
+	require.Equal(t, "namespace"+inForceLayer, res.InForce, out)
+	runInContainerChild(t, mode)
+}
+
 // requireNamespacesRefused is the child's check of its own confinement:
 // the kernel refuses namespaces as a container's profile does.
 func requireNamespacesRefused(t *testing.T) {
@@ -85,11 +96,7 @@ func autoRun(t *testing.T, r *Runner, spec Spec) (*Result, string) {
 func TestAutoFallsBackToLandlockWithoutNamespaces(t *testing.T) {
 	llRequire(t, landlockMinABIDefault)
 	if !inContainerChild(t) {
-		// Control: unconfined, auto picks the namespaces here.
-		sandboxtest.RequireUserNS(t)
-		res, out := autoRun(t, autoRunner(t, 1_900_100_600, 0), Spec{Argv: []string{"/bin/true"}})
-		require.Equal(t, "namespace"+inForceLayer, res.InForce, out)
-		runInContainerChild(t, sandboxtest.ContainerNoNamespaces)
+		controlThenChild(t, 1_900_100_600, sandboxtest.ContainerNoNamespaces)
 		return
 	}
 	requireNamespacesRefused(t)

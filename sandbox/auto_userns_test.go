@@ -18,10 +18,7 @@ import (
 func TestAutoFallsBackWhenNamespacesCannotMount(t *testing.T) {
 	llRequire(t, landlockMinABIDefault)
 	if !inContainerChild(t) {
-		sandboxtest.RequireUserNS(t)
-		res, out := autoRun(t, autoRunner(t, 1_900_100_630, 0), Spec{Argv: []string{"/bin/true"}})
-		require.Equal(t, "namespace"+inForceLayer, res.InForce, out)
-		runInContainerChild(t, sandboxtest.ContainerUsernsWithoutMounts)
+		controlThenChild(t, 1_900_100_630, sandboxtest.ContainerUsernsWithoutMounts)
 		return
 	}
 	// The child's own confinement: mounts are refused (unconfined, this
