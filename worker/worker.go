@@ -153,12 +153,19 @@ func (w *Worker) pullLoop(c jetstream.Consumer, profile string, contested bool) 
 		}
 		var batch jetstream.MessageBatch
 		var err error
+		cancelFetch := func() {}
 		if contested {
 			batch, err = c.FetchNoWait(1)
 		} else {
-			batch, err = c.Fetch(1, jetstream.FetchMaxWait(w.cfg.PullWait))
+			// Bound by pullCtx too: Stop ends a waiting pull at once (the
+			// client unsubscribes and the server drops a request nobody
+			// listens to) instead of waiting out PullWait.
+			var fctx context.Context
+			fctx, cancelFetch = context.WithTimeout(w.pullCtx, w.cfg.PullWait)
+			batch, err = c.Fetch(1, jetstream.FetchContext(fctx))
 		}
 		if err != nil {
+			cancelFetch()
 			w.slots <- struct{}{}
 			if w.pullCtx.Err() != nil {
 				return
@@ -185,6 +192,7 @@ func (w *Worker) pullLoop(c jetstream.Consumer, profile string, contested bool) 
 				w.handle(msg)
 			}()
 		}
+		cancelFetch()
 		if !got {
 			w.slots <- struct{}{}
 		}
@@ -193,7 +201,8 @@ func (w *Worker) pullLoop(c jetstream.Consumer, profile string, contested bool) 
 		} else if contested && !sleepCtx(w.pullCtx, idle.next()) {
 			return
 		}
-		if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) && !errors.Is(err, jetstream.ErrNoMessages) {
+		if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) && !errors.Is(err, jetstream.ErrNoMessages) &&
+			!errors.Is(err, context.DeadlineExceeded) {
 			if w.pullCtx.Err() != nil {
 				return
 			}
