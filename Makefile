@@ -10,7 +10,7 @@ LDFLAGS  := -X main.version=$(VERSION)
 APT_PACKAGES := coq bubblewrap python3 util-linux passwd e2fsprogs
 STATICCHECK  := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 # Packages with concurrency worth the race detector on every `make test`.
-RACE_PKGS := ./messages/... ./broker/... ./worker/... ./scheduler/...
+RACE_PKGS := ./messages/... ./broker/... ./worker/... ./scheduler/... ./sandbox/... ./verify/...
 
 .PHONY: help deps build test test-go test-race lint bench demo clean
 
@@ -29,7 +29,7 @@ build: ## Build bin/warren
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/warren
 	CGO_ENABLED=0 $(GO) build -o $(dir $(BIN))warren-sandbox-init ./cmd/warren-sandbox-init
 
-test: deps build ## Run every test: root suite, unprivileged sandbox suite, race detector on the queue
+test: deps build ## Run every test: root suite, unprivileged sandbox suite, race detector on the concurrent packages
 	$(MAKE) --no-print-directory test-go
 	$(MAKE) --no-print-directory test-sandbox-unpriv
 	$(MAKE) --no-print-directory test-race
