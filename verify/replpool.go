@@ -16,7 +16,7 @@ import (
 // ReplPool is a warm pool of sandboxed Lean REPL processes for one
 // lean-repl profile. Each slot holds at most one process; a check takes a
 // slot, so one request is in flight per process. A process is recycled
-// (killed; the slot starts a fresh one on its next proof) after
+// (killed, and a fresh one started in the background) after
 // Pool.MaxRequests proofs, when its memory is above Pool.MaxMemoryBytes
 // after a proof or before the next, and on timeout, crash or protocol
 // anomaly (replpool_recycle.go). Recycling never changes the verdict of
@@ -30,6 +30,10 @@ type ReplPool struct {
 	closeOnce sync.Once
 	closed    chan struct{}
 	all       []*replSlot
+	// life bounds background respawns; Close cancels it (and then waits
+	// for every slot, respawning ones included).
+	life    context.Context
+	endLife context.CancelFunc
 
 	noHandle sync.Once // warn once that memory cannot be read
 	statsMu  sync.Mutex
@@ -45,6 +49,7 @@ type replSlot struct{ proc *replProc }
 func NewReplPool(ctx context.Context, run RunFunc, p *Profile, log zerolog.Logger) (*ReplPool, error) {
 	pl := &ReplPool{p: p, run: run, log: log.With().Str("profile", p.Name).Logger(),
 		slots: make(chan *replSlot, p.Pool.Size), closed: make(chan struct{}), recycled: map[RecycleCause]int64{}}
+	pl.life, pl.endLife = context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup
 	errs := make([]error, p.Pool.Size)
 	for i := range p.Pool.Size {
@@ -76,6 +81,7 @@ func NewReplPool(ctx context.Context, run RunFunc, p *Profile, log zerolog.Logge
 func (pl *ReplPool) Close() {
 	pl.closeOnce.Do(func() {
 		close(pl.closed)
+		pl.endLife()
 		for range pl.all {
 			s := <-pl.slots
 			if s.proc != nil {
@@ -96,7 +102,7 @@ func (pl *ReplPool) Check(ctx context.Context, spec *messages.VerifySpec) (*mess
 	case <-pl.closed:
 		return nil, Usage{}, errors.New("verify: REPL pool closed")
 	}
-	defer func() { pl.slots <- s }()
+	defer pl.giveBack(s)
 	start := time.Now()
 	v, err := pl.checkOn(ctx, s, spec)
 	u := Usage{Wall: time.Since(start), Steps: 1, InForce: "repl-pool"}
@@ -111,6 +117,40 @@ func (pl *ReplPool) Check(ctx context.Context, spec *messages.VerifySpec) (*mess
 		}
 	}
 	return v, u, err
+}
+
+// giveBack returns a slot to the pool. A slot whose process was recycled
+// first starts a fresh one with the profile's header, in the background:
+// the next proof finds it warm instead of paying the header import (with
+// Mathlib, seconds), while the other slots keep serving.
+func (pl *ReplPool) giveBack(s *replSlot) {
+	if s.proc != nil {
+		pl.slots <- s
+		return
+	}
+	select {
+	case <-pl.closed:
+		pl.slots <- s
+		return
+	default:
+	}
+	go func() {
+		defer func() { pl.slots <- s }()
+		proc, err := startRepl(pl.life, pl.run, pl.p, pl.p.Lean.Header)
+		if err != nil {
+			// The next proof on this slot starts one itself, and reports
+			// why it cannot.
+			pl.log.Warn().Err(err).Msg("respawning a recycled REPL failed; the slot starts one on its next proof")
+			return
+		}
+		select {
+		case <-pl.closed:
+			proc.kill()
+		default:
+			s.proc = proc
+			pl.noteStarted()
+		}
+	}()
 }
 
 func (pl *ReplPool) checkOn(ctx context.Context, s *replSlot, spec *messages.VerifySpec) (*messages.Verdict, error) {

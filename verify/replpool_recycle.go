@@ -12,7 +12,8 @@ import (
 )
 
 // RecycleCause is why a pool killed a REPL process; the slot starts a
-// fresh one (header imported again) on its next proof.
+// fresh one (header imported again) in the background before it serves
+// again (giveBack).
 type RecycleCause string
 
 // Recycle causes.
@@ -47,7 +48,8 @@ func (pl *ReplPool) noteStarted() {
 }
 
 // recycle kills the slot's process, counts and logs why. The slot starts
-// a fresh process on its next proof.
+// a fresh process when it is given back (or, if that failed, on its next
+// proof).
 func (pl *ReplPool) recycle(s *replSlot, cause RecycleCause, why string) {
 	rp := s.proc
 	s.proc = nil
