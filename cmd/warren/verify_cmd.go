@@ -58,6 +58,11 @@ func (c *verifyCmd) Run(g *globals) (err error) {
 		return err
 	}
 	fmt.Fprintf(g.IO.Err, "verifying %d proofs, batch %s\n", rep.Total, rep.Batch)
+	if rep.AlreadyComplete {
+		// The batch id comes from its content: the same proofs were sent
+		// before, and their stored verdicts are what follows.
+		fmt.Fprintf(g.IO.Err, "this batch was submitted before: showing its stored verdicts (`warren replay %s` checks it again)\n", rep.Batch)
+	}
 	warnUnserved(g, client, b.Tasks)
 
 	bw, closeOut, err := g.output(c.Out)
@@ -86,7 +91,7 @@ func (c *verifyCmd) Run(g *globals) (err error) {
 	if cerr != nil {
 		return fmt.Errorf("collecting verdicts of batch %s (`warren results %s` resumes): %w", rep.Batch, rep.Batch, cerr)
 	}
-	sum.print(g.IO.Err, time.Since(start))
+	sum.print(g.IO.Err, time.Since(start), rep.AlreadyComplete)
 	if sum.unchecked > 0 || !crep.Complete() {
 		return &exitCodeError{Code: 1}
 	}
@@ -116,7 +121,7 @@ func (s *verifySummary) add(r *messages.Result) {
 	}
 }
 
-func (s *verifySummary) print(w io.Writer, took time.Duration) {
+func (s *verifySummary) print(w io.Writer, took time.Duration, stored bool) {
 	total := s.accepted + s.unchecked
 	var parts []string
 	reasons := make([]string, 0, len(s.rejected))
@@ -131,6 +136,11 @@ func (s *verifySummary) print(w io.Writer, took time.Duration) {
 	}
 	for st, n := range s.other {
 		parts = append(parts, fmt.Sprintf("not checked (%s) %d", st, n))
+	}
+	if stored {
+		// No throughput: nothing was checked now.
+		fmt.Fprintf(w, "%d proofs (stored verdicts): %s\n", total, strings.Join(parts, "; "))
+		return
 	}
 	rate := float64(total) / max(took.Seconds(), 1e-9)
 	fmt.Fprintf(w, "%d proofs in %s (%.1f proofs/s): %s\n", total, took.Round(time.Millisecond), rate, strings.Join(parts, "; "))

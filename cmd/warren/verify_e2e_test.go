@@ -100,4 +100,16 @@ func TestE2EVerifyCoqCorpus(t *testing.T) {
 			require.NotContains(t, r.Sandbox, "none", "verdicts come from sandboxed steps")
 		})
 	}
+
+	// The same batch again: its stored verdicts, said so, with no
+	// throughput claimed for checks that did not run.
+	again := filepath.Join(t.TempDir(), "again.jsonl")
+	_, stderr, code = e.runFor(t, time.Minute, "verify", in, "--out", again)
+	require.Equal(t, 0, code, stderr)
+	require.Contains(t, stderr, "this batch was submitted before: showing its stored verdicts")
+	require.Contains(t, stderr, "(stored verdicts)")
+	require.NotContains(t, stderr, "proofs/s")
+	data2, err := os.ReadFile(again)
+	require.NoError(t, err)
+	require.ElementsMatch(t, strings.Split(strings.TrimSpace(string(data)), "\n"), strings.Split(strings.TrimSpace(string(data2)), "\n"))
 }
