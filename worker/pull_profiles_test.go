@@ -11,6 +11,7 @@ import (
 
 	"github.com/warrenhq/warren/broker/brokertest"
 	"github.com/warrenhq/warren/messages"
+	"github.com/warrenhq/warren/worker"
 )
 
 // TestIdleProfilesDoNotHoldSlots: a worker serving several profiles must
@@ -70,4 +71,30 @@ func publishTo(t *testing.T, b *brokertest.Broker, profile string, task messages
 	msg.Header.Set(messages.HeaderAttempt, "1")
 	_, err = b.JS.PublishMsg(context.Background(), msg)
 	require.NoError(t, err)
+}
+
+// TestStopEndsAnIdlePull: a worker serving one profile waits for tasks in
+// a long pull that holds its slot; Stop must end that pull at once, not
+// wait out PullWait (an hour here: the deadline is only a liveness bound).
+func TestStopEndsAnIdlePull(t *testing.T) {
+	b := brokertest.Start(t, brokertest.Options{})
+	nc, _ := b.Dial(t, "idle")
+	w, err := worker.New(nc, worker.Config{
+		HostID: "idle", Capacity: 1, Runner: insecureRunner(t),
+		Isolation: []messages.Isolation{messages.IsolationNone},
+		PullWait:  time.Hour,
+	})
+	require.NoError(t, err)
+	require.NoError(t, w.Start(context.Background()))
+	// Control: the pull is parked (the worker runs and took its slot).
+	publishTo(t, b, messages.DefaultProfile, execTask("warm", "a", "/bin/true"))
+	collect(t, b.JS, "warm", 1, time.Minute)
+	stopped := make(chan error, 1)
+	go func() { stopped <- w.Stop(context.Background()) }()
+	select {
+	case err := <-stopped:
+		require.NoError(t, err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("Stop is still waiting for the idle pull")
+	}
 }
