@@ -80,9 +80,13 @@ func TestReleaseUIDQuarantinesWhenTeardownIsIncomplete(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("the uid pool is used by root workers only")
 	}
-	r, err := New(Config{Isolation: IsolationNamespace, ScratchRoot: t.TempDir(), UIDBase: 3_900_000_000 + uint32(os.Getpid()%1000)*10, UIDCount: 4})
+	base := 3_900_000_000 + uint32(os.Getpid()%1000)*10
+	r, err := New(Config{Isolation: IsolationNamespace, ScratchRoot: t.TempDir(), UIDBase: base, UIDCount: 4})
 	require.NoError(t, err)
 	r.nsInit()
+	// A pool of this test's own: the process-wide one keeps what an earlier
+	// run (-count) quarantined.
+	r.ns.pool = newUIDPool(base, 4)
 	uid, err := r.ns.pool.acquire()
 	require.NoError(t, err)
 	require.NoError(t, r.releaseUID(uid, "", nil), "control: nothing of the uid left")
