@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -44,7 +45,7 @@ func detectCgroups() cgroupSupport {
 	}
 	if b, err := os.ReadFile(filepath.Join(cgroupMount, "cgroup.controllers")); err == nil {
 		ctrl := strings.Fields(string(b))
-		if !contains(ctrl, "memory") || !contains(ctrl, "pids") {
+		if !slices.Contains(ctrl, "memory") || !slices.Contains(ctrl, "pids") {
 			return cgroupSupport{Why: "cgroup v2 without the memory and pids controllers"}
 		}
 		dir := filepath.Join(cgroupMount, own[""])
@@ -80,19 +81,10 @@ func enableV2Controllers(dir string) error {
 		return err
 	}
 	have := strings.Fields(string(b))
-	if contains(have, "memory") && contains(have, "pids") {
+	if slices.Contains(have, "memory") && slices.Contains(have, "pids") {
 		return nil
 	}
 	return os.WriteFile(filepath.Join(dir, "cgroup.subtree_control"), []byte("+memory +pids"), 0)
-}
-
-func contains(xs []string, x string) bool {
-	for _, y := range xs {
-		if y == x {
-			return true
-		}
-	}
-	return false
 }
 
 func probeWritable(dir string) error {

@@ -32,6 +32,7 @@ type uidPool struct {
 	inUse       map[uint32]bool
 	quarantined map[uint32]error
 	lockDir     string              // "" leases nothing host-wide (tests)
+	lockDirMade bool                // lockDir exists: made once, not per acquire
 	leases      map[uint32]*os.File // held flocks, by uid
 }
 
@@ -91,8 +92,11 @@ func (p *uidPool) lease(uid uint32) (bool, error) {
 	if p.lockDir == "" {
 		return true, nil
 	}
-	if err := os.MkdirAll(p.lockDir, 0o700); err != nil {
-		return false, fmt.Errorf("sandbox uid leases: %w (the worker needs a writable %s)", err, p.lockDir)
+	if !p.lockDirMade {
+		if err := os.MkdirAll(p.lockDir, 0o700); err != nil {
+			return false, fmt.Errorf("sandbox uid leases: %w (the worker needs a writable %s)", err, p.lockDir)
+		}
+		p.lockDirMade = true
 	}
 	f, err := os.OpenFile(filepath.Join(p.lockDir, strconv.FormatUint(uint64(uid), 10)), os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -145,7 +146,7 @@ func sumFields(b []byte, sep string, unit int64, keys ...string) (int64, error) 
 	sc := bufio.NewScanner(bytes.NewReader(b))
 	for sc.Scan() {
 		k, v, ok := strings.Cut(sc.Text(), sep)
-		if !ok || !containsKey(keys, k) {
+		if !ok || !slices.Contains(keys, k) {
 			continue
 		}
 		v = strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB"))
@@ -156,15 +157,6 @@ func sumFields(b []byte, sep string, unit int64, keys ...string) (int64, error) 
 		n += x * unit
 	}
 	return n, sc.Err()
-}
-
-func containsKey(keys []string, k string) bool {
-	for _, x := range keys {
-		if x == k {
-			return true
-		}
-	}
-	return false
 }
 
 // treeMemory sums RssAnon + RssShmem + VmSwap over pid and its

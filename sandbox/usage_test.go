@@ -219,8 +219,8 @@ func startUsageProbe(t *testing.T, r *Runner, spec Spec, warm bool) *usageRun {
 		closeChild = func() { _ = inR.Close(); _ = outW.Close() }
 		t.Cleanup(func() { _ = inW.Close(); _ = outR.Close() })
 	}
-	var stderr strings.Builder
-	spec.Stderr = &lockedWriter{w: &stderr}
+	stderr := &syncBuffer{}
+	spec.Stderr = stderr
 	spec.Limits.Wall = time.Minute
 	spec.Started = func(h Handle) { u.handles <- h }
 	ctx, cancel := context.WithCancel(context.Background())
@@ -229,7 +229,7 @@ func startUsageProbe(t *testing.T, r *Runner, spec Spec, warm bool) *usageRun {
 		closeChild()
 		u.res = res
 		if err != nil {
-			err = errors.Join(err, errors.New("stderr: "+spec.Stderr.(*lockedWriter).String()))
+			err = errors.Join(err, errors.New("stderr: "+stderr.String()))
 		}
 		u.done <- err
 	}()
@@ -281,23 +281,4 @@ func (u *usageRun) wait(t *testing.T) *Result {
 		t.Fatal("the probe did not exit")
 	}
 	return nil
-}
-
-// lockedWriter is a strings.Builder safe to write from the sandbox's
-// copier and read from the test.
-type lockedWriter struct {
-	mu sync.Mutex
-	w  *strings.Builder
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
-}
-
-func (l *lockedWriter) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.String()
 }
