@@ -94,6 +94,10 @@ func collectResults(g *globals, client *scheduler.Client, o scheduler.CollectOpt
 	if ferr := bw.Flush(); ferr != nil && cerr == nil {
 		cerr = ferr
 	}
+	if rep != nil && len(rep.Foreign) > 0 {
+		f := rep.Foreign[0]
+		fmt.Fprintf(g.IO.Err, "warren: %d stored result(s) of batch %s were not counted, e.g. %s (id %q): %s\n", len(rep.Foreign)+rep.ForeignMore, rep.Batch, f.Subject, f.TaskID, f.Reason)
+	}
 	switch {
 	case errors.Is(cerr, context.Canceled):
 		fmt.Fprintf(g.IO.Err, "warren: interrupted after %d result(s); `warren results %s --attempt %d` resumes\n", rep.Received, rep.Batch, rep.Attempt)
