@@ -38,7 +38,7 @@ func (c *Client) Exec(ctx context.Context, t messages.Task, stdout, stderr io.Wr
 	if t.Kind == "" {
 		t.Kind = messages.KindExec
 	}
-	b, err := NewBatch([]messages.Task{t}, BatchOptions{})
+	b, err := NewBatch([]messages.Task{t}, BatchOptions{InboxPrefixes: c.cfg.InboxPrefixes})
 	if err != nil {
 		return nil, err
 	}

@@ -100,3 +100,35 @@ func (c *Client) seal(ctx context.Context, b *Batch) error {
 	}
 	return nil
 }
+
+// RegistryPoolKeys takes each pool's key from the seal keys its workers
+// publish in the host registry. Every live host of the pool that has a key
+// must publish the same one. Trusting it means trusting whoever may write
+// the registry: with authentication on, only worker credentials can; on an
+// open bus anyone can, so pin keys with StaticPoolKeys there.
+type RegistryPoolKeys struct{ Client *Client }
+
+// PoolKey returns the one seal key the pool's live hosts publish.
+func (r RegistryPoolKeys) PoolKey(ctx context.Context, pool string) (string, error) {
+	hosts, err := r.Client.Hosts(ctx)
+	if err != nil {
+		return "", err
+	}
+	key := ""
+	for _, h := range hosts {
+		switch {
+		case h.Pool != pool || h.SealKey == "":
+		case key == "":
+			key = h.SealKey
+		case key != h.SealKey:
+			return "", fmt.Errorf("hosts of pool %q publish different seal keys (%s, %s); pin the right one with --pool-key", pool, key, h.SealKey)
+		}
+	}
+	if key == "" {
+		return "", fmt.Errorf("no live host of pool %q publishes a seal key; start its workers with --seal-key, or pass --pool-key", pool)
+	}
+	if !nkeys.IsValidPublicCurveKey(key) {
+		return "", fmt.Errorf("pool %q publishes %q, which is not a public curve key", pool, key)
+	}
+	return key, nil
+}
