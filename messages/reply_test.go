@@ -87,3 +87,14 @@ func TestCheckInboxPrefix(t *testing.T) {
 		}
 	}
 }
+
+// Even a prefix list that CheckInboxPrefix would refuse cannot open a
+// reserved namespace or another batch's events.
+func TestCheckReplyRefusesReservedWhateverThePrefixes(t *testing.T) {
+	bad := []string{"$", "$KV.", "warren.", "warren.events."}
+	for _, r := range []string{"$KV.warren_cancel.V.1", "$JS.API.INFO", "warren.results.V.1.v1", "warren.tasks.default.default.V", "warren.events.V.x"} {
+		task := validTask()
+		task.Batch, task.Reply = "W", r
+		require.ErrorIs(t, messages.CheckReply(&task, bad), messages.ErrReplyForbidden, r)
+	}
+}
