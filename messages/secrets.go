@@ -1,6 +1,8 @@
 package messages
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"maps"
 
@@ -12,7 +14,8 @@ import (
 // a random nonce per seal) from an ephemeral sender key to the pool's
 // public key. Only a worker holding the pool's seal key opens it. The
 // sealed document names the task's batch and id, so a box copied into
-// another task is refused rather than opened for it.
+// another task, or into this task with anything but its attempt changed, is
+// refused rather than opened for it.
 type SealedSecrets struct {
 	// To is the pool's public curve key ("X..."): a worker holding another
 	// key says so instead of trying.
@@ -25,10 +28,26 @@ type SealedSecrets struct {
 
 // sealedPayload is what a box holds.
 type sealedPayload struct {
-	V       int               `json:"v"`
-	Batch   string            `json:"batch"`
-	ID      string            `json:"id"`
+	V     int    `json:"v"`
+	Batch string `json:"batch"`
+	ID    string `json:"id"`
+	// Task is the task's BodyDigest: the box opens only for the very task
+	// it was sealed with (any attempt of it).
+	Task    string            `json:"task"`
 	Secrets map[string]string `json:"secrets"`
+}
+
+// BodyDigest is the hex sha256 of t's canonical encoding (this package's
+// JSON encoding of the Task) with attempt, secrets and sealed_secrets
+// cleared: what a sealed box is bound to. A replay changes only the
+// attempt, so it keeps the digest; any other change (command, files, env,
+// reply, pool, ...) does not.
+func BodyDigest(t *Task) string {
+	c := *t
+	c.Attempt, c.Secrets, c.SealedSecrets = 0, nil, nil
+	data, _ := json.Marshal(&c) // a Task always marshals
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:])
 }
 
 // SealSecrets returns a copy of t whose Secrets are sealed to poolKey (the
@@ -48,7 +67,7 @@ func SealSecrets(t *Task, sender nkeys.KeyPair, poolKey string) (*Task, error) {
 	if err != nil {
 		return nil, fieldErr(CodeInternal, "secrets", "sender key: %v", err)
 	}
-	plain, err := json.Marshal(sealedPayload{V: Version, Batch: t.Batch, ID: t.ID, Secrets: t.Secrets})
+	plain, err := json.Marshal(sealedPayload{V: Version, Batch: t.Batch, ID: t.ID, Task: BodyDigest(t), Secrets: t.Secrets})
 	if err != nil {
 		return nil, fieldErr(CodeInternal, "secrets", "encode: %v", err)
 	}
@@ -89,6 +108,9 @@ func OpenSecrets(t *Task, key nkeys.KeyPair) (map[string]string, error) {
 	}
 	if p.Batch != t.Batch || p.ID != t.ID {
 		return nil, fieldErr(CodeInvalidField, "sealed_secrets", "sealed for task %q of batch %q, not this one; secrets cannot be moved between tasks", p.ID, p.Batch)
+	}
+	if p.Task != BodyDigest(t) {
+		return nil, fieldErr(CodeInvalidField, "sealed_secrets", "sealed for another body of task %q (its command, files, env, reply or placement changed); secrets open only for the task they were sealed with: submit it again", t.ID)
 	}
 	if err := checkSecretNames(t, p.Secrets); err != nil {
 		return nil, err

@@ -57,6 +57,18 @@ func TestSealedSecretsOpenOnlyWithThePoolKeyAndForTheirTask(t *testing.T) {
 	require.ErrorIs(t, err, messages.ErrInvalidField)
 	require.Contains(t, err.Error(), "cannot be moved")
 
+	// Same batch and id, another command: refused too.
+	rewritten := *got
+	rewritten.Argv = []string{"sh", "-c", "env | base64"}
+	_, err = messages.OpenSecrets(&rewritten, pool)
+	require.ErrorIs(t, err, messages.ErrInvalidField)
+	require.Contains(t, err.Error(), "another body")
+	// A replay (a later attempt) opens.
+	replayed := *got
+	replayed.Attempt = 3
+	_, err = messages.OpenSecrets(&replayed, pool)
+	require.NoError(t, err)
+
 	// Damaged box.
 	damaged := *got
 	box := *got.SealedSecrets
