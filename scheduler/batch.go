@@ -69,6 +69,11 @@ func newBatch(tasks []messages.Task, lines []int, prior []*LineError, opts Batch
 	if len(opts.InboxPrefixes) == 0 {
 		opts.InboxPrefixes = messages.DefaultInboxPrefixes
 	}
+	for _, p := range opts.InboxPrefixes {
+		if err := messages.CheckInboxPrefix(p); err != nil {
+			return nil, fmt.Errorf("scheduler: inbox prefixes: %w", err)
+		}
+	}
 	be := &BatchError{}
 	add := func(le *LineError) {
 		if len(be.Errors) < opts.MaxErrors {

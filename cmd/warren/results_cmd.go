@@ -43,8 +43,12 @@ func newSchedulerClient(g *globals, s *session) (*scheduler.Client, error) {
 	if err != nil || cfg.PoolKeys != nil {
 		return c, err
 	}
-	// Unpinned: the workers' published key, said out loud.
-	cfg.PoolKeys = loggedKeys{scheduler.RegistryPoolKeys{Client: c}, g}
+	// Unpinned: the workers' published key, said out loud unless the broker
+	// is this process's own (it does not listen: only its worker wrote it).
+	cfg.PoolKeys = scheduler.RegistryPoolKeys{Client: c}
+	if !s.Embedded {
+		cfg.PoolKeys = loggedKeys{cfg.PoolKeys, g}
+	}
 	return scheduler.New(s.NC, cfg)
 }
 

@@ -30,6 +30,7 @@ type workerFlags struct {
 	DrainTimeout        time.Duration `name:"drain-timeout" help:"On the first SIGTERM/SIGINT, how long running tasks may finish before they are cancelled and handed back to the queue." default:"5m"`
 
 	pullWait time.Duration   // shorter for a client's short-lived in-process worker
+	sealKey  nkeys.KeyPair   // used when SealKey (a file) is not given
 	runner   *sandbox.Runner // set by buildWorker; Close it after the worker stops
 }
 
@@ -65,7 +66,7 @@ func (f *workerFlags) buildWorker(ctx context.Context, g *globals, nc *nats.Conn
 	if err != nil {
 		return nil, err
 	}
-	var sealKey nkeys.KeyPair
+	sealKey := f.sealKey
 	if f.SealKey != "" {
 		if sealKey, err = loadSealKey(f.SealKey); err != nil {
 			return nil, err
