@@ -57,13 +57,17 @@ type maskStream struct {
 // flushes everything held back.
 func (s *maskStream) write(p []byte, final bool) []byte {
 	s.pending = append(s.pending, p...)
-	var out []byte
+	out := make([]byte, 0, len(s.pending))
 	i := 0
 scan:
 	for i < len(s.pending) {
 		if !s.m.first[s.pending[i]] {
-			out = append(out, s.pending[i])
-			i++
+			j := i + 1
+			for j < len(s.pending) && !s.m.first[s.pending[j]] {
+				j++
+			}
+			out = append(out, s.pending[i:j]...)
+			i = j
 			continue
 		}
 		rest := s.pending[i:]
