@@ -58,8 +58,8 @@
 //
 // One task is at most messages.MaxTaskBytes encoded. A batch is held in
 // memory while it is validated and published. The manifest lists every task
-// id of each attempt, so it must fit in the broker's max payload. Live events are best effort
-// (core NATS); the stored result is the record. A cancel key lives for the
+// id of each attempt, so it must fit in the broker's max payload. Live
+// events are best effort (core NATS); the stored result is the record. A cancel key lives for the
 // cancel bucket's TTL and applies to every attempt of its batch, replays
 // included.
 package scheduler
