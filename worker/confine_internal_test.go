@@ -1,13 +1,16 @@
 package worker
 
 import (
+	"context"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nkeys"
 	"github.com/stretchr/testify/require"
 	"github.com/warrenhq/warren/broker/brokertest"
 	"github.com/warrenhq/warren/messages"
+	"github.com/warrenhq/warren/sandbox"
 )
 
 // The emitter's own guard: whatever subject it was given, it never
@@ -42,3 +45,24 @@ func TestEmitterNeverPublishesToReservedSubjects(t *testing.T) {
 	default:
 	}
 }
+
+func TestConfigRefusesBadInboxPrefixAndSealKey(t *testing.T) {
+	base := Config{Runner: fakeRunner{}}.withDefaults()
+	bad := base
+	bad.InboxPrefixes = []string{"warren."}
+	require.ErrorContains(t, bad.validate(), "InboxPrefixes")
+	user, err := nkeys.CreateUser()
+	require.NoError(t, err)
+	bad = base
+	bad.SealKey = user
+	require.ErrorContains(t, bad.validate(), "SealKey")
+	curve, err := nkeys.CreateCurveKeys()
+	require.NoError(t, err)
+	good := base
+	good.SealKey, good.InboxPrefixes = curve, []string{"_INBOX.", "_INBOX_team."}
+	require.NoError(t, good.validate())
+}
+
+type fakeRunner struct{}
+
+func (fakeRunner) Run(context.Context, sandbox.Spec) (*sandbox.Result, error) { return nil, nil }
