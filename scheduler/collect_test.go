@@ -139,3 +139,35 @@ func TestCollectUnknownBatch(t *testing.T) {
 	require.Equal(t, 1, rep.Received)
 	require.Equal(t, -1, rep.Total)
 }
+
+// A result stored under the batch for an id its manifest does not list (an
+// invalid task raw-published onto the batch's subject, say) is reported and
+// not counted: counting it would end the wait with a real result missing.
+func TestCollectCountsOnlyManifestIDs(t *testing.T) {
+	x := setup(t)
+	_, err := x.c.Publish(x.ctx, mustBatch(t, 2, "man"))
+	require.NoError(t, err)
+	m, err := x.c.Manifest(x.ctx, "man")
+	require.NoError(t, err)
+	a, _ := m.Attempt(1)
+	require.Equal(t, []string{"1", "2"}, a.IDs)
+
+	x.storeResult(t, "man", 1, "seq-7", messages.StatusInvalid, -1)
+	x.storeResult(t, "man", 1, "1", messages.StatusOK, 0)
+	rep, err := x.c.Collect(x.ctx, scheduler.CollectOptions{Batch: "man", NoWait: true})
+	require.NoError(t, err)
+	require.Equal(t, 1, rep.Received)
+	require.False(t, rep.Complete(), "a foreign id does not stand in for task 2")
+	require.Len(t, rep.Foreign, 1)
+	require.Equal(t, "seq-7", rep.Foreign[0].TaskID)
+	require.Equal(t, messages.ResultSubject("man", 1, "seq-7"), rep.Foreign[0].Subject)
+
+	x.storeResult(t, "man", 1, "2", messages.StatusFailed, 1)
+	sink := &resultSink{}
+	rep, err = x.c.Collect(x.ctx, scheduler.CollectOptions{Batch: "man", OnResult: sink.take})
+	require.NoError(t, err)
+	require.True(t, rep.Complete())
+	require.Equal(t, map[string]int{"1": 1, "2": 1}, sink.ids)
+	require.Equal(t, 1, rep.Counts[messages.StatusFailed])
+	require.Len(t, rep.Foreign, 1)
+}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"github.com/warrenhq/warren/messages"
 )
 
 // Config tunes a Client. Zero fields take their defaults.
@@ -26,6 +27,13 @@ type Config struct {
 	// result arrived, so output still in flight is printed before it
 	// returns. Defaults to 2s.
 	EventGrace time.Duration
+	// InboxPrefixes are the inbox prefixes a replayed task's reply may use
+	// (see BatchOptions.InboxPrefixes); a stored task whose reply breaks the
+	// rule is not replayed. Defaults to messages.DefaultInboxPrefixes.
+	InboxPrefixes []string
+	// PoolKeys finds the key each pool's secrets are sealed to. Defaults to
+	// nil: a batch with secrets is refused.
+	PoolKeys PoolKeys
 	// Logger receives diagnostics. Defaults to a disabled logger.
 	Logger zerolog.Logger
 }
@@ -36,6 +44,9 @@ func (c Config) WithDefaults() Config {
 	c.AckTimeout = cmp.Or(c.AckTimeout, 5*time.Second)
 	c.PublishRetries = cmp.Or(c.PublishRetries, 5)
 	c.EventGrace = cmp.Or(c.EventGrace, 2*time.Second)
+	if len(c.InboxPrefixes) == 0 {
+		c.InboxPrefixes = messages.DefaultInboxPrefixes
+	}
 	return c
 }
 
@@ -52,6 +63,11 @@ func (c Config) validate() error {
 	}
 	if c.EventGrace < 0 {
 		errs = append(errs, fmt.Errorf("scheduler config: EventGrace must not be negative, got %s", c.EventGrace))
+	}
+	for _, p := range c.InboxPrefixes {
+		if err := messages.CheckInboxPrefix(p); err != nil {
+			errs = append(errs, fmt.Errorf("scheduler config: InboxPrefixes: %w", err))
+		}
 	}
 	return errors.Join(errs...)
 }

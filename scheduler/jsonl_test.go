@@ -78,6 +78,9 @@ func TestReadBatchRefusesWithLineNumbers(t *testing.T) {
 		{"duplicate id", `{"id":"1","kind":"exec","argv":["x"]}`, "", messages.ErrContradictory},
 		{"other batch than flag", `{"batch":"other","kind":"exec","argv":["x"]}`, "flagged", messages.ErrContradictory},
 		{"bad batch id", `{"batch":"a.b","kind":"exec","argv":["x"]}`, "", messages.ErrInvalidField},
+		{"reply to another batch's result", `{"kind":"exec","argv":["x"],"reply":"warren.results.V.1.v1"}`, "", messages.ErrReplyForbidden},
+		{"reply to the cancel bucket", `{"kind":"exec","argv":["x"],"reply":"$KV.warren_cancel.V.1"}`, "", messages.ErrReplyForbidden},
+		{"secret also in env", `{"kind":"exec","argv":["x"],"env":{"K":"1"},"secrets":{"K":"2"}}`, "", messages.ErrContradictory},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

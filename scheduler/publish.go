@@ -42,6 +42,9 @@ type PublishReport struct {
 // with ErrBatchConflict.
 func (c *Client) Publish(ctx context.Context, b *Batch) (*PublishReport, error) {
 	rep := &PublishReport{Batch: b.ID, Attempt: 1, Total: len(b.Tasks)}
+	if err := c.seal(ctx, b); err != nil {
+		return rep, err
+	}
 	resume := false
 	_, err := c.updateManifest(ctx, b.ID, func(m *messages.BatchManifest) error {
 		a, ok := m.Attempt(1)
@@ -52,7 +55,7 @@ func (c *Client) Publish(ctx context.Context, b *Batch) (*PublishReport, error) 
 			rep.AlreadyComplete, resume = a.Complete, true
 			return nil
 		}
-		m.SetAttempt(1, messages.AttemptManifest{Total: len(b.Tasks), PublishedAt: time.Now().UTC(), Digest: b.Digest})
+		m.SetAttempt(1, messages.AttemptManifest{Total: len(b.Tasks), PublishedAt: time.Now().UTC(), Digest: b.Digest, IDs: taskIDs(b.Tasks)})
 		return nil
 	})
 	if err != nil || rep.AlreadyComplete {
@@ -92,6 +95,15 @@ func (c *Client) Publish(ctx context.Context, b *Batch) (*PublishReport, error) 
 		return nil
 	})
 	return rep, err
+}
+
+// taskIDs lists the ids of tasks, in order, for the manifest.
+func taskIDs(tasks []messages.Task) []string {
+	ids := make([]string, len(tasks))
+	for i := range tasks {
+		ids[i] = tasks[i].ID
+	}
+	return ids
 }
 
 // taskMsg builds the message of one task attempt with its protocol headers.

@@ -66,6 +66,9 @@ func (c *Client) Replay(ctx context.Context, o ReplayOptions) (*ReplayReport, er
 			continue
 		}
 		t, err := messages.DecodeTask(st.Data)
+		if err == nil {
+			err = messages.CheckReply(t, c.cfg.InboxPrefixes)
+		}
 		if err != nil {
 			rep.Invalid++
 			c.log.Warn().Err(err).Uint64("seq", st.Seq).Msg("not replaying a stored message that is not a valid task")
@@ -91,7 +94,7 @@ func (c *Client) Replay(ctx context.Context, o ReplayOptions) (*ReplayReport, er
 	_, err = c.updateManifest(ctx, o.Batch, func(m *messages.BatchManifest) error {
 		rep.Attempt = max(maxAttempt, m.LatestAttempt()) + 1
 		m.SetAttempt(rep.Attempt, messages.AttemptManifest{
-			Total: len(tasks), PublishedAt: time.Now().UTC(), Digest: digestTasks(tasks), ReplayOf: replayOf,
+			Total: len(tasks), PublishedAt: time.Now().UTC(), Digest: digestTasks(tasks), ReplayOf: replayOf, IDs: taskIDs(tasks),
 		})
 		return nil
 	})

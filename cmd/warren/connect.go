@@ -9,6 +9,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nkeys"
 	"github.com/rs/zerolog"
 	"github.com/warrenhq/warren/broker"
 	"github.com/warrenhq/warren/messages"
@@ -114,7 +115,13 @@ func setupStreams(ctx context.Context, nc *nats.Conn) error {
 // startLocalWorker runs an in-process worker on an embedded broker, with
 // the default (fail-closed) isolation, stopped when the session closes.
 func (g *globals) startLocalWorker(ctx context.Context, s *session) error {
-	f := workerFlags{Pool: messages.DefaultPool, Profiles: []string{messages.DefaultProfile}, Isolation: "auto", pullWait: 250 * time.Millisecond}
+	// A key of its own for secrets: the broker does not listen, so the key
+	// it publishes in the registry can only be this worker's.
+	key, err := nkeys.CreateCurveKeys()
+	if err != nil {
+		return err
+	}
+	f := workerFlags{Pool: messages.DefaultPool, Profiles: []string{messages.DefaultProfile}, Isolation: "auto", pullWait: 250 * time.Millisecond, sealKey: key}
 	quiet := *g
 	quiet.Log = g.Log.Level(max(g.Log.GetLevel(), zerolog.WarnLevel))
 	w, err := f.buildWorker(ctx, &quiet, s.NC)

@@ -64,10 +64,10 @@ func (e *e2e) runFor(t *testing.T, limit time.Duration, args ...string) (string,
 // startWorker runs `warren worker` as a process until the test ends (then
 // SIGTERM: it must drain and exit 0). The queue tests run it without
 // isolation; the sandbox packages prove isolation.
-func (e *e2e) startWorker(t *testing.T, capacity int) {
+func (e *e2e) startWorker(t *testing.T, capacity int, extra ...string) {
 	t.Helper()
-	c := e.cmd(context.Background(), "worker", "--capacity", fmt.Sprint(capacity), "--isolation", "none", "--insecure-no-isolation",
-		"--scratch-root", t.TempDir(), "--host-id", fmt.Sprintf("e2e-%d", time.Now().UnixNano()))
+	c := e.cmd(context.Background(), append([]string{"worker", "--capacity", fmt.Sprint(capacity), "--isolation", "none", "--insecure-no-isolation",
+		"--scratch-root", t.TempDir(), "--host-id", fmt.Sprintf("e2e-%d", time.Now().UnixNano())}, extra...)...)
 	var errb bytes.Buffer
 	c.Stderr = &errb
 	require.NoError(t, c.Start())

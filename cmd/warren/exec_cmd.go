@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"time"
 
 	"github.com/warrenhq/warren/messages"
@@ -20,6 +21,7 @@ type execCmd struct {
 	Pool      string            `name:"pool" help:"Worker pool. Defaults to default."`
 	Network   string            `name:"network" default:"none" enum:"none,loopback" help:"Network policy: none or loopback."`
 	Env       map[string]string `name:"env" short:"e" help:"KEY=VALUE added to the command's environment (repeatable)."`
+	Secrets   []string          `name:"secret" help:"NAME: pass your environment variable NAME to the command as a secret: sealed to the pool's key, masked in its output (repeatable)."`
 	Stdin     bool              `name:"stdin" help:"Read standard input fully and give it to the command."`
 	Cmd       []string          `arg:"" passthrough:"partial" help:"Command and arguments; put -- before them when they start with a dash."`
 }
@@ -45,6 +47,16 @@ func (c *execCmd) Run(g *globals) error {
 		Kind: messages.KindExec, Argv: argv, Env: c.Env, Pool: c.Pool, Profile: c.Profile,
 		Isolation: messages.Isolation(c.Isolation), Network: messages.Network(c.Network),
 		Limits: messages.Limits{WallTimeoutMS: c.Timeout.Milliseconds()},
+	}
+	for _, name := range c.Secrets {
+		v, ok := os.LookupEnv(name)
+		if !ok {
+			return fmt.Errorf("--secret %s: no such variable in your environment; export it first (values are never taken from the command line, where other users can read them)", name)
+		}
+		if task.Secrets == nil {
+			task.Secrets = map[string]string{}
+		}
+		task.Secrets[name] = v
 	}
 	if c.Stdin {
 		data, err := io.ReadAll(io.LimitReader(g.IO.In, messages.MaxTaskBytes+1))

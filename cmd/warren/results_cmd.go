@@ -31,7 +31,39 @@ func (c *resultsCmd) Run(g *globals) error {
 }
 
 func newSchedulerClient(g *globals, s *session) (*scheduler.Client, error) {
-	return scheduler.New(s.NC, scheduler.Config{Logger: g.Log})
+	cfg := scheduler.Config{Logger: g.Log, InboxPrefixes: g.InboxPrefixes}
+	if len(g.PoolKeys) > 0 {
+		keys, err := scheduler.ParsePoolKeys(g.PoolKeys)
+		if err != nil {
+			return nil, fmt.Errorf("--pool-key: %w", err)
+		}
+		cfg.PoolKeys = keys
+	}
+	c, err := scheduler.New(s.NC, cfg)
+	if err != nil || cfg.PoolKeys != nil {
+		return c, err
+	}
+	// Unpinned: the workers' published key, said out loud unless the broker
+	// is this process's own (it does not listen: only its worker wrote it).
+	cfg.PoolKeys = scheduler.RegistryPoolKeys{Client: c}
+	if !s.Embedded {
+		cfg.PoolKeys = loggedKeys{cfg.PoolKeys, g}
+	}
+	return scheduler.New(s.NC, cfg)
+}
+
+// loggedKeys says which registry key secrets are sealed to.
+type loggedKeys struct {
+	inner scheduler.PoolKeys
+	g     *globals
+}
+
+func (k loggedKeys) PoolKey(ctx context.Context, pool string) (string, error) {
+	key, err := k.inner.PoolKey(ctx, pool)
+	if err == nil {
+		k.g.Log.Warn().Str("pool", pool).Str("key", key).Msg("sealing secrets to the key the pool's workers publish in the host registry; pin it with --pool-key unless the bus is authenticated")
+	}
+	return key, err
 }
 
 // client opens a session (see open) and a scheduler client on it.
@@ -93,6 +125,10 @@ func collectResults(g *globals, client *scheduler.Client, o scheduler.CollectOpt
 	}
 	if ferr := bw.Flush(); ferr != nil && cerr == nil {
 		cerr = ferr
+	}
+	if rep != nil && len(rep.Foreign) > 0 {
+		f := rep.Foreign[0]
+		fmt.Fprintf(g.IO.Err, "warren: %d stored result(s) of batch %s were not counted, e.g. %s (id %q): %s\n", len(rep.Foreign)+rep.ForeignMore, rep.Batch, f.Subject, f.TaskID, f.Reason)
 	}
 	switch {
 	case errors.Is(cerr, context.Canceled):
