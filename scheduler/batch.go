@@ -23,7 +23,8 @@ type BatchOptions struct {
 	// submitting the same input again names the same batch (and therefore
 	// queues nothing twice).
 	Batch string
-	// MaxErrors caps the problems listed in a *BatchError. Defaults to 20.
+	// MaxErrors caps the problems a *BatchError's message lists; every
+	// problem is kept in BatchError.Errors. Defaults to 20.
 	MaxErrors int
 }
 
@@ -32,8 +33,10 @@ type Batch struct {
 	ID     string
 	Tasks  []messages.Task
 	Digest string // sha256 of the tasks without batch and attempt; see messages.AttemptManifest
-	// payloads are the encoded tasks, in order.
+	// payloads are the encoded tasks, in order; lines their input lines.
 	payloads [][]byte
+	lines    []int
+	show     int // BatchOptions.MaxErrors, for errors found at publish time
 }
 
 // NewBatch validates tasks and fills defaults, refusing the whole batch with
@@ -60,17 +63,8 @@ func NewBatch(tasks []messages.Task, opts BatchOptions) (*Batch, error) {
 // problems found while decoding (their tasks are absent from tasks).
 func newBatch(tasks []messages.Task, lines []int, prior []*LineError, opts BatchOptions) (*Batch, error) {
 	opts.MaxErrors = cmp.Or(opts.MaxErrors, 20)
-	be := &BatchError{}
-	add := func(le *LineError) {
-		if len(be.Errors) < opts.MaxErrors {
-			be.Errors = append(be.Errors, le)
-		} else {
-			be.More++
-		}
-	}
-	for _, le := range prior {
-		add(le)
-	}
+	problems := append([]*LineError(nil), prior...)
+	add := func(le *LineError) { problems = append(problems, le) }
 	batch, batchLine := opts.Batch, 0
 	for i := range tasks {
 		t := &tasks[i]
@@ -101,7 +95,7 @@ func newBatch(tasks []messages.Task, lines []int, prior []*LineError, opts Batch
 				Msg: fmt.Sprintf("batch %q differs from %q set by %s; a submission is one batch", t.Batch, batch, where)}})
 		}
 	}
-	if len(tasks) == 0 && len(be.Errors) == 0 {
+	if len(tasks) == 0 && len(problems) == 0 {
 		return nil, ErrEmptyBatch
 	}
 	digest := digestTasks(tasks)
@@ -114,9 +108,9 @@ func newBatch(tasks []messages.Task, lines []int, prior []*LineError, opts Batch
 			return nil, fmt.Errorf("scheduler: batch id: %w", err)
 		}
 		add(&LineError{batchLine, err})
-		return nil, be
+		return nil, newBatchError(problems, opts.MaxErrors)
 	}
-	b := &Batch{ID: batch, Tasks: tasks, Digest: digest, payloads: make([][]byte, len(tasks))}
+	b := &Batch{ID: batch, Tasks: tasks, Digest: digest, payloads: make([][]byte, len(tasks)), lines: lines, show: opts.MaxErrors}
 	seen := make(map[string]int, len(tasks))
 	for i := range tasks {
 		t := &tasks[i]
@@ -143,7 +137,7 @@ func newBatch(tasks []messages.Task, lines []int, prior []*LineError, opts Batch
 		}
 		b.payloads[i] = data
 	}
-	if len(be.Errors) > 0 {
+	if be := newBatchError(problems, opts.MaxErrors); be != nil {
 		return nil, be
 	}
 	return b, nil

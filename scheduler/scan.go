@@ -88,7 +88,7 @@ func (c *Client) lastSeq(ctx context.Context, stream, filter string) (uint64, er
 	if err != nil {
 		return 0, err
 	}
-	m, err := s.GetLastMsgForSubject(ctx, filter)
+	m, err := retry(ctx, c, "read "+stream, func() (*jetstream.RawStreamMsg, error) { return s.GetLastMsgForSubject(ctx, filter) })
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return 0, nil
 	}

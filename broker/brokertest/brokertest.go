@@ -26,6 +26,9 @@ type Options struct {
 	Dir     string // data dir; defaults to t.TempDir()
 	Port    int    // defaults to -1 (a free port)
 	Streams broker.StreamConfig
+	// MaxPayload is the server's max_payload; defaults to the broker's
+	// (8 MiB). 1<<20 is a stock nats-server's.
+	MaxPayload int32
 }
 
 // Start runs an embedded broker listening on a free loopback port, sets up
@@ -38,7 +41,7 @@ func Start(t testing.TB, o Options) *Broker {
 	if o.Port == 0 {
 		o.Port = -1
 	}
-	srv, err := broker.NewServer(broker.Config{DataDir: o.Dir, Port: o.Port})
+	srv, err := broker.NewServer(broker.Config{DataDir: o.Dir, Port: o.Port, MaxPayload: o.MaxPayload})
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
