@@ -120,6 +120,17 @@ func (s *Server) ClientURL() string {
 	return s.ns.ClientURL()
 }
 
+// ID is the running server's unique id (new at every start), as its INFO
+// reports it to clients ("" before Start).
+func (s *Server) ID() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ns == nil {
+		return ""
+	}
+	return s.ns.ID()
+}
+
 // Connect opens an in-process connection to the server.
 func (s *Server) Connect(opts ...nats.Option) (*nats.Conn, error) {
 	s.mu.Lock()

@@ -194,7 +194,8 @@ func TestE2ECancelRunningAndQueuedThenReplayRuns(t *testing.T) {
 	_, stderr, code = e.run(t, "cancel", "cx")
 	require.Equal(t, 0, code, stderr)
 	out, stderr, code = e.run(t, "results", "cx")
-	require.Equal(t, 0, code, stderr)
+	require.Equal(t, exitNotRun, code, "cancelled tasks did not run to an outcome: %s", stderr)
+	require.Contains(t, stderr, "did not run to an outcome (cancelled 6)")
 	got := parseResults(t, out)
 	require.Len(t, got, 6)
 	for id, r := range got {
@@ -243,7 +244,8 @@ func TestE2EFirstSignalDrainsSecondCancels(t *testing.T) {
 	// signal lands is handed back, not run.
 	running := filepath.Join(t.TempDir(), "running")
 	file := writeBatch(t, 1, func(int) string { return fmt.Sprintf("touch %s; sleep 60", running) })
-	_, stderr, code := e.run(t, "submit", file, "--batch", "sig")
+	// The worker may not have registered yet: queue regardless.
+	_, stderr, code := e.run(t, "submit", file, "--batch", "sig", "--queue-unserved")
 	require.Equal(t, 0, code, stderr)
 	require.Eventually(t, func() bool {
 		_, err := os.Stat(running)

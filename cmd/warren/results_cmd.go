@@ -31,7 +31,7 @@ func (c *resultsCmd) Run(g *globals) error {
 }
 
 func newSchedulerClient(g *globals, s *session) (*scheduler.Client, error) {
-	return scheduler.New(s.NC, scheduler.Config{Logger: g.Log})
+	return scheduler.New(s.NC, scheduler.Config{Logger: g.Log, RetryFor: g.RetryFor})
 }
 
 // client opens a session (see open) and a scheduler client on it.
@@ -95,17 +95,15 @@ func collectResults(g *globals, client *scheduler.Client, o scheduler.CollectOpt
 		cerr = ferr
 	}
 	switch {
+	case rep == nil:
+		return cerr
 	case errors.Is(cerr, context.Canceled):
 		fmt.Fprintf(g.IO.Err, "warren: interrupted after %d result(s); `warren results %s --attempt %d` resumes\n", rep.Received, rep.Batch, rep.Attempt)
-		return &exitCodeError{Code: 130}
+		return &exitCodeError{Code: exitCancelled}
+	case errors.Is(cerr, scheduler.ErrBrokerUnavailable):
+		return fmt.Errorf("%w\n%d result(s) written; `warren results %s --attempt %d` resumes", cerr, rep.Received, rep.Batch, rep.Attempt)
 	case cerr != nil:
 		return cerr
-	case !rep.Complete():
-		total := "?"
-		if rep.Total >= 0 {
-			total = fmt.Sprint(rep.Total)
-		}
-		fmt.Fprintf(g.IO.Err, "warren: batch %s attempt %d: %d of %s results so far\n", rep.Batch, rep.Attempt, rep.Received, total)
 	}
-	return nil
+	return collectExit(rep, g.IO.Err)
 }
