@@ -56,7 +56,7 @@ func Setup(ctx context.Context, js jetstream.JetStream, c StreamConfig) error {
 			// other subject under the prefix would be stored for MaxAge and
 			// never consumed, so the stream does not take it (the publisher
 			// gets no ack: "no responders").
-			Subjects: []string{TaskSubjects},
+			Subjects:    []string{TaskSubjects},
 			Retention:   jetstream.LimitsPolicy,
 			MaxAge:      c.TaskMaxAge,
 			Duplicates:  c.DuplicateWindow,
