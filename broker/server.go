@@ -131,6 +131,16 @@ func (s *Server) ID() string {
 	return s.ns.ID()
 }
 
+// HasInterest reports whether a client subscription would receive a
+// message published on subject now (for tests that must wait until a
+// subscriber started elsewhere is in place).
+func (s *Server) HasInterest(subject string) bool {
+	s.mu.Lock()
+	ns := s.ns
+	s.mu.Unlock()
+	return ns != nil && ns.GlobalAccount().SubscriptionInterest(subject)
+}
+
 // Connect opens an in-process connection to the server.
 func (s *Server) Connect(opts ...nats.Option) (*nats.Conn, error) {
 	s.mu.Lock()
