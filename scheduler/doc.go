@@ -29,11 +29,19 @@
 // # Validation
 //
 // Every task of a batch is validated client-side (messages.Task.Validate)
-// before anything is published; one invalid task refuses the whole batch
-// with a *BatchError listing the problems by line.
+// and, once connected, its whole message (headers included) is checked
+// against the server's max_payload, all before anything is written: one bad
+// task refuses the whole batch with a *BatchError holding every problem in
+// line order. Nothing is published and no manifest is written.
 //
 // # Failure handling
 //
+// While the broker is unavailable (a restart, a leader change, a connection
+// reconnecting) publications, manifest updates and reads are retried, a
+// task always with its own Nats-Msg-Id, until Config.RetryFor has passed;
+// then they fail with ErrBrokerUnavailable, and publishing the batch again
+// resumes it. Cancel writes a key only for a batch, attempt and task that
+// exist (manifest, tasks or results), else ErrUnknownBatch/ErrUnknownTask.
 // Collect reads results through an ordered consumer from the start of the
 // attempt, deduplicated by task id, so a collector killed at any point and
 // started again yields every result. Exec subscribes to the live events
@@ -43,7 +51,9 @@
 //
 // # Limits
 //
-// One task is at most messages.MaxTaskBytes encoded. A batch is held in
+// One task is at most messages.MaxTaskBytes encoded, and its message with
+// headers at most the server's max_payload. A batch without a manifest
+// (published with the raw protocol) can be read, but its total is unknown. A batch is held in
 // memory while it is validated and published. Live events are best effort
 // (core NATS); the stored result is the record. A cancel key lives for the
 // cancel bucket's TTL and applies to every attempt of its batch, replays
