@@ -276,3 +276,57 @@ func TestE2EFirstSignalDrainsSecondCancels(t *testing.T) {
 	require.NoError(t, err)
 	require.EqualValues(t, 1, ci.NumPending+uint64(ci.NumAckPending)+uint64(ci.NumRedelivered), "the task is available for another worker")
 }
+
+// A `submit --wait` pipeline survives a broker restart in the middle of
+// its publication (the broker goes down as soon as the manifest is written,
+// before the first task is acknowledged): every task is stored exactly
+// once, the worker runs them all, and submit exits 0 with every result.
+func TestE2ESubmitWaitRidesThroughBrokerRestart(t *testing.T) {
+	e := newE2E(t)
+	e.startWorker(t, 2)
+	const n = 300
+	file := writeBatch(t, n, func(i int) string { return fmt.Sprintf("echo task-%d", i) })
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	kv, err := e.b.JS.KeyValue(ctx, messages.BucketBatches)
+	require.NoError(t, err)
+	w, err := kv.Watch(ctx, "rr", jetstream.UpdatesOnly())
+	require.NoError(t, err)
+	defer func() { _ = w.Stop() }()
+	// One task in flight at a time: the publication lasts hundreds of round
+	// trips, so the restart lands inside it.
+	sub := e.cmd(ctx, "submit", file, "--batch", "rr", "--wait", "--max-inflight", "1")
+	var out, errb bytes.Buffer
+	sub.Stdout, sub.Stderr = &out, &errb
+	require.NoError(t, sub.Start())
+	for entry := range w.Updates() {
+		if entry != nil {
+			break // the manifest exists: publishing starts now
+		}
+	}
+	require.Less(t, e.resultCount(t, "rr", 1)+e.taskCount(t, "rr"), uint64(n), "the publication ended before the restart: the test proves nothing")
+	e.b.Restart(t, brokertest.Options{})
+	require.NoError(t, sub.Wait(), "stderr:\n%s", errb.String())
+	got := parseResults(t, out.String())
+	require.Len(t, got, n)
+	for i := range n {
+		r := got[fmt.Sprintf("t%d", i)]
+		require.NotNil(t, r)
+		require.Equal(t, messages.StatusOK, r.Status)
+		require.Equal(t, fmt.Sprintf("task-%d\n", i), r.Stdout)
+	}
+	require.EqualValues(t, n, e.taskCount(t, "rr"), "every task stored exactly once")
+}
+
+func (e *e2e) taskCount(t *testing.T, batch string) uint64 {
+	t.Helper()
+	s, err := e.b.JS.Stream(context.Background(), messages.StreamTasks)
+	require.NoError(t, err)
+	info, err := s.Info(context.Background(), jetstream.WithSubjectFilter(messages.BatchTaskFilter(batch)))
+	require.NoError(t, err)
+	var n uint64
+	for _, c := range info.State.Subjects {
+		n += c
+	}
+	return n
+}

@@ -30,17 +30,22 @@ func (c *resultsCmd) Run(g *globals) error {
 	return collectResults(g, client, scheduler.CollectOptions{Batch: c.Batch, Attempt: c.Attempt, NoWait: c.NoWait}, c.Out)
 }
 
-func newSchedulerClient(g *globals, s *session) (*scheduler.Client, error) {
-	return scheduler.New(s.NC, scheduler.Config{Logger: g.Log, RetryFor: g.RetryFor})
+func newSchedulerClient(g *globals, s *session, tune ...func(*scheduler.Config)) (*scheduler.Client, error) {
+	cfg := scheduler.Config{Logger: g.Log, RetryFor: g.RetryFor}
+	for _, f := range tune {
+		f(&cfg)
+	}
+	return scheduler.New(s.NC, cfg)
 }
 
-// client opens a session (see open) and a scheduler client on it.
-func (g *globals) client(name string, needWorker bool) (*session, *scheduler.Client, error) {
+// client opens a session (see open) and a scheduler client on it; tune
+// adjusts the client's config.
+func (g *globals) client(name string, needWorker bool, tune ...func(*scheduler.Config)) (*session, *scheduler.Client, error) {
 	s, err := g.open(g.Ctx, name, needWorker)
 	if err != nil {
 		return nil, nil, err
 	}
-	c, err := newSchedulerClient(g, s)
+	c, err := newSchedulerClient(g, s, tune...)
 	if err != nil {
 		s.Close()
 		return nil, nil, err

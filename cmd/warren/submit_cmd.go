@@ -15,6 +15,7 @@ type submitCmd struct {
 	Wait          bool   `name:"wait" short:"w" help:"Wait for every result (progress on stderr) and write them as JSONL."`
 	Out           string `name:"out" short:"o" help:"With --wait, write the results to this file instead of stdout." type:"path"`
 	Errors        string `name:"errors" help:"When the batch is refused, write every problem to this file, one 'line N: ...' per line in line order (stderr lists the first 20)." type:"path"`
+	MaxInflight   int    `name:"max-inflight" default:"256" help:"Tasks published but not yet acknowledged by the stream, at most."`
 	QueueUnserved bool   `name:"queue-unserved" help:"Publish even when no live worker serves a pool/profile the tasks need (they wait in the queue until one joins); without it such a batch is refused before anything is published."`
 }
 
@@ -36,7 +37,7 @@ func (c *submitCmd) Run(g *globals) error {
 	if err != nil {
 		return c.refused(err)
 	}
-	s, client, err := g.client("warren-submit", c.Wait)
+	s, client, err := g.client("warren-submit", c.Wait, func(cfg *scheduler.Config) { cfg.MaxInflight = c.MaxInflight })
 	if err != nil {
 		return err
 	}
