@@ -74,11 +74,6 @@ func (g *globals) open(ctx context.Context, name string, needWorker bool) (*sess
 	return s, nil
 }
 
-// dial connects to the broker at url.
-func (g *globals) dial(ctx context.Context, url, name string) (*session, error) {
-	return g.dialChecked(ctx, url, name, nil)
-}
-
 // dialChecked connects to the broker at url, which must be the server of
 // rec when one is given.
 func (g *globals) dialChecked(ctx context.Context, url, name string, rec *brokerRecord) (*session, error) {

@@ -5,7 +5,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"testing"
 	"time"
 
@@ -36,7 +35,8 @@ func natsCLI(t *testing.T) string {
 	defer os.RemoveAll(tmp)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
+	goBin, err := exec.LookPath("go") // go test puts its own go first on PATH
+	require.NoError(t, err)
 	c := exec.CommandContext(ctx, goBin, "install", "github.com/nats-io/natscli/nats@"+natscliVersion)
 	c.Dir = tmp // outside this module: its go.mod must not apply
 	c.Env = append(os.Environ(), "GOBIN="+tmp, "GOFLAGS=", "GOWORK=off", "CGO_ENABLED=0")

@@ -129,6 +129,8 @@ func TestSubmitErrorsFileHasEveryProblemInLineOrder(t *testing.T) {
 	for i, l := range lines {
 		require.True(t, strings.HasPrefix(l, "line "+strconv.Itoa(i+1)+": "), l)
 	}
-	out := e.run(t, "", "submit", "--out", "x.jsonl")
-	require.ErrorContains(t, out.err, "--out names where --wait writes the results")
+	for _, args := range [][]string{{"submit", "--out", "x.jsonl"}, {"replay", "many", "--out", "x.jsonl"}} {
+		out := e.run(t, "", args...)
+		require.ErrorContains(t, out.err, "--out names where --wait writes the results", "an ignored flag is refused: %v", args)
+	}
 }

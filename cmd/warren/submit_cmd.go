@@ -20,8 +20,8 @@ type submitCmd struct {
 }
 
 func (c *submitCmd) Run(g *globals) error {
-	if c.Out != "" && !c.Wait {
-		return errors.New("--out names where --wait writes the results; add --wait, or drop --out")
+	if err := outNeedsWait(c.Out, c.Wait); err != nil {
+		return err
 	}
 	in := g.IO.In
 	if c.File != "-" {
@@ -102,4 +102,12 @@ func (c *submitCmd) publishFailed(rep *scheduler.PublishReport, err error) error
 		file = "< FILE"
 	}
 	return fmt.Errorf("%w\nbatch %s: %d task(s) stored so far; `warren submit %s --batch %s` resumes (tasks already stored are skipped)", err, rep.Batch, rep.Stored+rep.Skipped, file, rep.Batch)
+}
+
+// outNeedsWait refuses --out without --wait, which would ignore it.
+func outNeedsWait(out string, wait bool) error {
+	if out != "" && !wait {
+		return errors.New("--out names where --wait writes the results; add --wait, or drop --out")
+	}
+	return nil
 }
