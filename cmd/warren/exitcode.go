@@ -11,7 +11,7 @@ import (
 
 // Exit statuses of warren commands (docs/scheduler.md lists them).
 //
-// `submit --wait` and `results`:
+// `submit --wait`, `replay --wait` and `results`:
 //
 //	0    every task of the attempt has a result, and none ended
 //	     infra_error or cancelled (failed, timed_out, killed and invalid
