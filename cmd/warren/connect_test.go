@@ -135,3 +135,25 @@ func TestUpAndBrokerRefuseNATS(t *testing.T) {
 		})
 	}
 }
+
+// A broker record is read from a file anyone with the data dir may have
+// edited: whatever it holds, reading it returns a record with a URL or an
+// error, never a panic or an empty target.
+func FuzzReadBrokerRecord(f *testing.F) {
+	f.Add([]byte(`{"url":"nats://127.0.0.1:4222","server_id":"NABC","pid":1,"started_at":"2026-01-01T00:00:00Z"}`))
+	f.Add([]byte(`{"url":""}`))
+	f.Add([]byte(`not json`))
+	f.Add([]byte(`{"url":"nats://x","pid":-5}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		dir := t.TempDir()
+		require.NoError(t, os.WriteFile(recordPath(dir), data, 0o600))
+		rec, err := readBrokerRecord(dir)
+		if err != nil {
+			require.Nil(t, rec)
+			return
+		}
+		require.NotNil(t, rec)
+		require.NotEmpty(t, rec.URL)
+		_ = rec.alive()
+	})
+}
