@@ -330,3 +330,43 @@ func (e *e2e) taskCount(t *testing.T, batch string) uint64 {
 	}
 	return n
 }
+
+// The broker goes away mid-publication and stays away past --retry-for:
+// submit exits 1 with a resume hint; once the broker is back, the same
+// command resumes, and every task is stored exactly once.
+func TestE2ESubmitGivesUpAfterRetryForThenResumes(t *testing.T) {
+	e := newE2E(t)
+	const n = 300
+	file := writeBatch(t, n, func(i int) string { return fmt.Sprintf("echo task-%d", i) })
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	kv, err := e.b.JS.KeyValue(ctx, messages.BucketBatches)
+	require.NoError(t, err)
+	w, err := kv.Watch(ctx, "gu", jetstream.UpdatesOnly())
+	require.NoError(t, err)
+	defer func() { _ = w.Stop() }()
+	sub := e.cmd(ctx, "submit", file, "--batch", "gu", "--max-inflight", "1", "--retry-for", "1s", "--queue-unserved")
+	var errb bytes.Buffer
+	sub.Stderr = &errb
+	require.NoError(t, sub.Start())
+	for entry := range w.Updates() {
+		if entry != nil {
+			break
+		}
+	}
+	require.Less(t, e.taskCount(t, "gu"), uint64(n), "the publication ended before the broker went away")
+	e.b.Server.Stop()
+	err = sub.Wait()
+	var ee *exec.ExitError
+	require.ErrorAs(t, err, &ee, "stderr:\n%s", errb.String())
+	require.Equal(t, 1, ee.ExitCode())
+	require.Contains(t, errb.String(), "broker unavailable")
+	require.Contains(t, errb.String(), "--batch gu` resumes")
+
+	e.b.Restart(t, brokertest.Options{})
+	e.startWorker(t, 2)
+	out, stderr, code := e.run(t, "submit", file, "--batch", "gu", "--wait")
+	require.Equal(t, 0, code, stderr)
+	require.Len(t, parseResults(t, out), n)
+	require.EqualValues(t, n, e.taskCount(t, "gu"), "every task stored exactly once across the resume")
+}
