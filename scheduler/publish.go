@@ -47,7 +47,7 @@ func (c *Client) Publish(ctx context.Context, b *Batch) (*PublishReport, error) 
 		msgs[i] = taskMsg(&b.Tasks[i], b.payloads[i])
 	}
 	// All or nothing: every task must fit the broker before the first write.
-	if err := c.checkSizes(msgs, b.lines, b.show); err != nil {
+	if err := c.checkSizes(ctx, msgs, b.lines, b.show); err != nil {
 		return rep, err
 	}
 	resume := false

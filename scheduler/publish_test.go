@@ -189,3 +189,24 @@ func TestPublishRefusesTaskOverMaxPayloadBeforeAnyWrite(t *testing.T) {
 		require.ErrorIs(t, err, scheduler.ErrUnknownBatch, "no manifest written")
 	}
 }
+
+// A stream max_msg_size below the server's max_payload is the limit.
+func TestPublishRefusesTaskOverTheStreamsMaxMsgSize(t *testing.T) {
+	x := setup(t)
+	s, err := x.b.JS.Stream(x.ctx, messages.StreamTasks)
+	require.NoError(t, err)
+	cfg := s.CachedInfo().Config
+	cfg.MaxMsgSize = 4096
+	_, err = x.b.JS.UpdateStream(x.ctx, cfg)
+	require.NoError(t, err)
+	in := `{"kind":"exec","argv":["true"]}` + "\n" + `{"kind":"exec","argv":["cat"],"stdin":"` + strings.Repeat("x", 4096) + `"}` + "\n"
+	b, err := scheduler.ReadBatch(strings.NewReader(in), scheduler.BatchOptions{Batch: "ms"})
+	require.NoError(t, err)
+	_, err = x.c.Publish(x.ctx, b)
+	var be *scheduler.BatchError
+	require.ErrorAs(t, err, &be)
+	require.Len(t, be.Errors, 1)
+	require.Equal(t, 2, be.Errors[0].Line)
+	require.Contains(t, err.Error(), "over the max_msg_size of stream WARREN_TASKS of 4096 bytes")
+	require.EqualValues(t, 0, x.streamMsgs(t, messages.StreamTasks, messages.BatchTaskFilter("ms")))
+}

@@ -97,7 +97,7 @@ func (c *Client) Replay(ctx context.Context, o ReplayOptions) (*ReplayReport, er
 	if err != nil {
 		return rep, err
 	}
-	if err := c.checkSizes(msgs, lines, 0); err != nil {
+	if err := c.checkSizes(ctx, msgs, lines, 0); err != nil {
 		return rep, err
 	}
 	_, err = c.updateManifest(ctx, o.Batch, func(m *messages.BatchManifest) error {
