@@ -31,9 +31,9 @@
 // Every task of a batch is validated client-side (messages.Task.Validate)
 // and, once connected, its whole message (headers included) is checked
 // against the server's max_payload (and WARREN_TASKS's max_msg_size), all
-// before anything is written: one bad
-// task refuses the whole batch with a *BatchError holding every problem in
-// line order. Nothing is published and no manifest is written.
+// before anything is written: one bad task refuses the whole batch with a
+// *BatchError holding every problem in line order. Nothing is published
+// and no manifest is written.
 //
 // # Failure handling
 //
