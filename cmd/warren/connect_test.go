@@ -157,3 +157,13 @@ func FuzzReadBrokerRecord(f *testing.F) {
 		_ = rec.alive()
 	})
 }
+
+// A worker given no broker (no --nats, no record in its data dir) does not
+// go looking on 127.0.0.1:4222: it says how to name one.
+func TestWorkerWithoutABrokerSaysHowToNameOne(t *testing.T) {
+	t.Setenv("WARREN_NATS_URL", "")
+	var out, errb strings.Builder
+	ctx := context.Background()
+	err := run(ctx, ctx, []string{"worker", "--data-dir", t.TempDir()}, stdio{In: strings.NewReader(""), Out: &out, Err: &errb})
+	require.ErrorContains(t, err, "no broker to serve: pass --nats URL")
+}
