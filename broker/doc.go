@@ -5,7 +5,8 @@
 //
 // # Model
 //
-//	WARREN_TASKS    Limits retention, so every task can be replayed until
+//	WARREN_TASKS    warren.tasks.<pool>.<profile>.<batch> only (TaskSubjects);
+//	                Limits retention, so every task can be replayed until
 //	                MaxAge; Nats-Msg-Id dedup so a re-published task is not
 //	                queued twice within the duplicate window.
 //	WARREN_RESULTS  one message per subject warren.results.<batch>.<attempt>.<id>
@@ -21,6 +22,9 @@
 // process may call them at start without coordination.
 //
 // # Failure handling
+//
+// CheckJetStream turns the "no responders" of a server without JetStream
+// into an error saying to start nats-server with -js.
 //
 // [Server.Start] returns an error if the server is not ready for
 // connections within Config.ReadyTimeout; the JetStream file store in

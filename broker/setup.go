@@ -40,6 +40,10 @@ func (c StreamConfig) withDefaults() StreamConfig {
 	return c
 }
 
+// TaskSubjects is the subject filter of WARREN_TASKS: only well-formed
+// task subjects, warren.tasks.<pool>.<profile>.<batch>.
+var TaskSubjects = messages.SubjectTasksPrefix + ".*.*.*"
+
 // Setup creates or updates every stream and bucket Warren uses. It is
 // idempotent: every process calls it at start.
 func Setup(ctx context.Context, js jetstream.JetStream, c StreamConfig) error {
@@ -48,7 +52,11 @@ func Setup(ctx context.Context, js jetstream.JetStream, c StreamConfig) error {
 		{
 			Name:        messages.StreamTasks,
 			Description: "Warren tasks; Limits retention so batches can be replayed",
-			Subjects:    []string{messages.SubjectTasksPrefix + ".>"},
+			// Exactly warren.tasks.<pool>.<profile>.<batch>: a task on any
+			// other subject under the prefix would be stored for MaxAge and
+			// never consumed, so the stream does not take it (the publisher
+			// gets no ack: "no responders").
+			Subjects:    []string{TaskSubjects},
 			Retention:   jetstream.LimitsPolicy,
 			MaxAge:      c.TaskMaxAge,
 			Duplicates:  c.DuplicateWindow,

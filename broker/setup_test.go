@@ -87,3 +87,30 @@ func TestRestartKeepsStore(t *testing.T) {
 	require.NoError(t, err)
 	require.EqualValues(t, 1, s.CachedInfo().State.Msgs)
 }
+
+// The tasks stream stores only warren.tasks.<pool>.<profile>.<batch>: a
+// task missing its batch token (or with extra tokens) is refused at once
+// instead of being stored for days and never consumed. An existing stream
+// with the old catch-all subject is narrowed by Setup.
+func TestTasksStreamTakesOnlyWellFormedSubjects(t *testing.T) {
+	b := brokertest.Start(t, brokertest.Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, err := b.JS.UpdateStream(ctx, jetstream.StreamConfig{Name: messages.StreamTasks, Subjects: []string{"warren.tasks.>"},
+		Duplicates: 10 * time.Minute, MaxAge: 7 * 24 * time.Hour, AllowDirect: true})
+	require.NoError(t, err, "the layout of an older deployment")
+	require.NoError(t, broker.Setup(ctx, b.JS, broker.StreamConfig{}))
+	s, err := b.JS.Stream(ctx, messages.StreamTasks)
+	require.NoError(t, err)
+	require.Equal(t, []string{"warren.tasks.*.*.*"}, s.CachedInfo().Config.Subjects)
+
+	for _, subj := range []string{"warren.tasks.default.default", "warren.tasks.default", "warren.tasks.default.default.b1.extra"} {
+		_, err := b.JS.Publish(ctx, subj, []byte(`{}`))
+		require.ErrorIs(t, err, jetstream.ErrNoStreamResponse, subj)
+	}
+	_, err = b.JS.Publish(ctx, messages.TaskSubject("default", "default", "b1"), []byte(`{}`))
+	require.NoError(t, err)
+	info, err := s.Info(ctx)
+	require.NoError(t, err)
+	require.EqualValues(t, 1, info.State.Msgs)
+}

@@ -6,8 +6,11 @@ import (
 	"unicode/utf8"
 )
 
-// Size limits enforced by validation. They keep one task well under the
-// broker's max payload and stop a single document from exhausting a worker.
+// Size limits enforced by validation. They stop a single document from
+// exhausting a worker. The broker counts a message's headers too: a task
+// body of MaxTaskBytes does not fit a stock server's 1 MiB max_payload, so
+// a publisher also checks the whole message against the server's limit
+// (scheduler does, from the server's INFO).
 const (
 	MaxTaskBytes   = 1 << 20 // whole encoded task
 	MaxIDBytes     = 128

@@ -23,7 +23,8 @@ type BatchOptions struct {
 	// submitting the same input again names the same batch (and therefore
 	// queues nothing twice).
 	Batch string
-	// MaxErrors caps the problems listed in a *BatchError. Defaults to 20.
+	// MaxErrors caps the problems a *BatchError's message lists; every
+	// problem is kept in BatchError.Errors. Defaults to 20.
 	MaxErrors int
 	// InboxPrefixes are the inbox prefixes a task's reply may use besides
 	// its own batch's events (messages.CheckReply); keep them the same as
@@ -36,10 +37,11 @@ type Batch struct {
 	ID     string
 	Tasks  []messages.Task
 	Digest string // sha256 of the tasks without batch and attempt; see messages.AttemptManifest
-	// payloads are the encoded tasks, in order; nil for a task with
-	// secrets until Publish seals it.
+	// payloads are the encoded tasks, in order (nil for a task with
+	// secrets until Publish seals it); lines their input lines.
 	payloads [][]byte
-	lines    []int // the input line of each task
+	lines    []int
+	show     int // BatchOptions.MaxErrors, for errors found at publish time
 }
 
 // NewBatch validates tasks and fills defaults, refusing the whole batch with
@@ -74,17 +76,8 @@ func newBatch(tasks []messages.Task, lines []int, prior []*LineError, opts Batch
 			return nil, fmt.Errorf("scheduler: inbox prefixes: %w", err)
 		}
 	}
-	be := &BatchError{}
-	add := func(le *LineError) {
-		if len(be.Errors) < opts.MaxErrors {
-			be.Errors = append(be.Errors, le)
-		} else {
-			be.More++
-		}
-	}
-	for _, le := range prior {
-		add(le)
-	}
+	problems := append([]*LineError(nil), prior...)
+	add := func(le *LineError) { problems = append(problems, le) }
 	batch, batchLine := opts.Batch, 0
 	for i := range tasks {
 		t := &tasks[i]
@@ -115,7 +108,7 @@ func newBatch(tasks []messages.Task, lines []int, prior []*LineError, opts Batch
 				Msg: fmt.Sprintf("batch %q differs from %q set by %s; a submission is one batch", t.Batch, batch, where)}})
 		}
 	}
-	if len(tasks) == 0 && len(be.Errors) == 0 {
+	if len(tasks) == 0 && len(problems) == 0 {
 		return nil, ErrEmptyBatch
 	}
 	digest := digestTasks(tasks)
@@ -128,9 +121,9 @@ func newBatch(tasks []messages.Task, lines []int, prior []*LineError, opts Batch
 			return nil, fmt.Errorf("scheduler: batch id: %w", err)
 		}
 		add(&LineError{batchLine, err})
-		return nil, be
+		return nil, newBatchError(problems, opts.MaxErrors)
 	}
-	b := &Batch{ID: batch, Tasks: tasks, Digest: digest, payloads: make([][]byte, len(tasks)), lines: lines}
+	b := &Batch{ID: batch, Tasks: tasks, Digest: digest, payloads: make([][]byte, len(tasks)), lines: lines, show: opts.MaxErrors}
 	seen := make(map[string]int, len(tasks))
 	for i := range tasks {
 		t := &tasks[i]
@@ -159,7 +152,7 @@ func newBatch(tasks []messages.Task, lines []int, prior []*LineError, opts Batch
 		}
 		b.payloads[i] = data
 	}
-	if len(be.Errors) > 0 {
+	if be := newBatchError(problems, opts.MaxErrors); be != nil {
 		return nil, be
 	}
 	return b, nil

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/warrenhq/warren/messages"
@@ -13,7 +15,8 @@ import (
 type CollectOptions struct {
 	Batch string
 	// Attempt to read. Defaults to the latest attempt in the batch's
-	// manifest (1 when there is no manifest and NoWait is set).
+	// manifest; without a manifest, to the attempt of the batch's last
+	// stored result (or task).
 	Attempt int
 	// NoWait returns once the results stored now are read, instead of
 	// waiting until every task of the attempt has one.
@@ -27,11 +30,15 @@ type CollectOptions struct {
 
 // CollectReport summarises a collection.
 type CollectReport struct {
-	Batch    string
-	Attempt  int
-	Total    int // tasks in the attempt; -1 when unknown (no manifest)
-	Received int // distinct task ids with a result
-	Counts   map[messages.Status]int
+	Batch   string
+	Attempt int
+	Total   int // tasks in the attempt; -1 when unknown (no manifest)
+	// NoManifest: the batch has no manifest (it was published with the raw
+	// protocol, or its manifest expired): the results stored now were
+	// read and the total is unknown.
+	NoManifest bool
+	Received   int // distinct task ids with a result
+	Counts     map[messages.Status]int
 	// Foreign lists stored results that were not counted: for an id that is
 	// not in the attempt's manifest, or stored under another task's
 	// subject. Something other than this batch's workers wrote them (a
@@ -58,9 +65,12 @@ func (r *CollectReport) Complete() bool { return r.Total >= 0 && r.Received >= r
 // through an ordered consumer, from the first one stored, so a collector
 // that crashed and starts again gets every result. Results are deduplicated
 // by task id, and only a result for an id in the attempt's manifest counts:
-// anything else is listed in CollectReport.Foreign and logged. Without NoWait it returns when the manifest's total is reached
-// (or with ctx's error, along with the report so far); a batch without a
-// manifest is then an error matching ErrUnknownBatch.
+// anything else is listed in CollectReport.Foreign and logged. Without
+// NoWait it returns when the manifest's total is reached (or with ctx's
+// error, along with the report so far). A batch without a manifest but with
+// tasks or results in the streams (published with the raw protocol) is read
+// as with NoWait, with NoManifest set and Total -1; one with neither is an
+// error matching ErrUnknownBatch.
 func (c *Client) Collect(ctx context.Context, o CollectOptions) (*CollectReport, error) {
 	if err := checkBatchID(o.Batch); err != nil {
 		return nil, fmt.Errorf("scheduler: batch: %w", err)
@@ -69,10 +79,18 @@ func (c *Client) Collect(ctx context.Context, o CollectOptions) (*CollectReport,
 	m, err := c.Manifest(ctx, o.Batch)
 	var want map[string]bool // nil: no id list to check against
 	switch {
-	case errors.Is(err, ErrUnknownBatch) && o.NoWait:
-		if rep.Attempt == 0 {
-			rep.Attempt = 1
+	case errors.Is(err, ErrUnknownBatch):
+		latest, lerr := c.latestStoredAttempt(ctx, o.Batch)
+		if lerr != nil {
+			return rep, lerr
 		}
+		if latest == 0 {
+			return rep, fmt.Errorf("%w %q: no manifest, and no task or result of it in %s or %s", ErrUnknownBatch, o.Batch, messages.StreamTasks, messages.StreamResults)
+		}
+		if rep.Attempt == 0 {
+			rep.Attempt = latest
+		}
+		rep.NoManifest, o.NoWait = true, true
 	case err != nil:
 		return rep, err
 	default:
@@ -187,4 +205,36 @@ func (c *Client) foreign(rep *CollectReport, subject, id, reason string) {
 	} else {
 		rep.ForeignMore++
 	}
+}
+
+// latestStoredAttempt is the attempt of the batch's last stored result, or
+// else of its last stored task; 0 when the streams hold neither.
+func (c *Client) latestStoredAttempt(ctx context.Context, batch string) (int, error) {
+	for _, q := range []struct{ stream, filter string }{
+		{messages.StreamResults, messages.BatchResultFilter(batch, 0)},
+		{messages.StreamTasks, messages.BatchTaskFilter(batch)},
+	} {
+		m, err := c.lastMsg(ctx, q.stream, q.filter)
+		if err != nil || m == nil {
+			if err != nil {
+				return 0, err
+			}
+			continue
+		}
+		if q.stream == messages.StreamTasks {
+			if a, err := strconv.Atoi(m.Header.Get(messages.HeaderAttempt)); err == nil && a > 0 {
+				return a, nil
+			}
+			return 1, nil
+		}
+		// warren.results.<batch>.<attempt>.<id>
+		parts := strings.Split(m.Subject, ".")
+		if len(parts) == 5 {
+			if a, err := strconv.Atoi(parts[3]); err == nil && a > 0 {
+				return a, nil
+			}
+		}
+		return 1, nil
+	}
+	return 0, nil
 }

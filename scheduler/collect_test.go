@@ -2,10 +2,12 @@ package scheduler_test
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"sync"
 	"testing"
 
+	"github.com/nats-io/nats.go"
 	"github.com/stretchr/testify/require"
 	"github.com/warrenhq/warren/messages"
 	"github.com/warrenhq/warren/scheduler"
@@ -170,4 +172,36 @@ func TestCollectCountsOnlyManifestIDs(t *testing.T) {
 	require.Equal(t, map[string]int{"1": 1, "2": 1}, sink.ids)
 	require.Equal(t, 1, rep.Counts[messages.StatusFailed])
 	require.Len(t, rep.Foreign, 1)
+}
+
+// A batch published with the raw protocol has no manifest: waiting for
+// its results does not fail ("no manifest") nor wait forever; the stored
+// results are read and the total is reported unknown.
+func TestCollectBatchWithoutManifest(t *testing.T) {
+	x := setup(t)
+	for _, attempt := range []int{1, 2} {
+		for _, id := range []string{"a", "b"} {
+			x.storeResult(t, "raw", attempt, id, messages.StatusOK, 0)
+		}
+	}
+	var got []string
+	rep, err := x.c.Collect(x.ctx, scheduler.CollectOptions{Batch: "raw", OnResult: func(r *messages.Result) error {
+		got = append(got, fmt.Sprintf("%s/%d", r.TaskID, r.Attempt))
+		return nil
+	}})
+	require.NoError(t, err)
+	require.True(t, rep.NoManifest)
+	require.Equal(t, -1, rep.Total)
+	require.Equal(t, 2, rep.Attempt, "the latest attempt stored")
+	require.Equal(t, []string{"a/2", "b/2"}, got)
+	require.False(t, rep.Complete())
+
+	// Only tasks stored so far: zero results, attempt from the task header.
+	_, err = x.b.JS.PublishMsg(x.ctx, &nats.Msg{Subject: messages.TaskSubject("default", "default", "rawt"),
+		Header: nats.Header{messages.HeaderAttempt: []string{"3"}}, Data: []byte(`{}`)})
+	require.NoError(t, err)
+	rep, err = x.c.Collect(x.ctx, scheduler.CollectOptions{Batch: "rawt"})
+	require.NoError(t, err)
+	require.Equal(t, 3, rep.Attempt)
+	require.Zero(t, rep.Received)
 }

@@ -20,9 +20,13 @@ type Config struct {
 	// is published again (with the same Nats-Msg-Id, so the stream stores it
 	// once). Defaults to 5s.
 	AckTimeout time.Duration
-	// PublishRetries bounds re-publications of one task after ack timeouts
-	// or missing responders. Defaults to 5.
-	PublishRetries int
+	// RetryFor is how long a publication, a manifest update or a read keeps
+	// retrying while the broker is unavailable (disconnected and
+	// reconnecting, restarting, a stream without a leader, no ack in time)
+	// before it gives up with ErrBrokerUnavailable. A task is always
+	// re-published with the same Nats-Msg-Id, so it is stored once.
+	// Defaults to 2m.
+	RetryFor time.Duration
 	// EventGrace is how long Exec keeps reading live events after the
 	// result arrived, so output still in flight is printed before it
 	// returns. Defaults to 2s.
@@ -42,7 +46,7 @@ type Config struct {
 func (c Config) WithDefaults() Config {
 	c.MaxInflight = cmp.Or(c.MaxInflight, 256)
 	c.AckTimeout = cmp.Or(c.AckTimeout, 5*time.Second)
-	c.PublishRetries = cmp.Or(c.PublishRetries, 5)
+	c.RetryFor = cmp.Or(c.RetryFor, 2*time.Minute)
 	c.EventGrace = cmp.Or(c.EventGrace, 2*time.Second)
 	if len(c.InboxPrefixes) == 0 {
 		c.InboxPrefixes = messages.DefaultInboxPrefixes
@@ -58,8 +62,8 @@ func (c Config) validate() error {
 	if c.AckTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("scheduler config: AckTimeout must be positive, got %s", c.AckTimeout))
 	}
-	if c.PublishRetries < 0 {
-		errs = append(errs, fmt.Errorf("scheduler config: PublishRetries must not be negative, got %d", c.PublishRetries))
+	if c.RetryFor < 0 {
+		errs = append(errs, fmt.Errorf("scheduler config: RetryFor must not be negative, got %s", c.RetryFor))
 	}
 	if c.EventGrace < 0 {
 		errs = append(errs, fmt.Errorf("scheduler config: EventGrace must not be negative, got %s", c.EventGrace))

@@ -107,7 +107,8 @@ func (c *Client) Exec(ctx context.Context, t messages.Task, stdout, stderr io.Wr
 func (c *Client) cancelExec(ctx context.Context, t *messages.Task) {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	if err := c.Cancel(cctx, t.Batch, t.EffectiveAttempt(), t.ID, "exec interrupted"); err != nil {
+	// Unchecked: the task may still be on its way to the stream.
+	if err := c.putCancel(cctx, t.Batch, t.EffectiveAttempt(), t.ID, "exec interrupted"); err != nil {
 		c.log.Warn().Err(err).Msg("could not cancel the task")
 	}
 }

@@ -91,6 +91,18 @@ func (c *Client) Replay(ctx context.Context, o ReplayOptions) (*ReplayReport, er
 	for _, st := range all {
 		maxAttempt = max(maxAttempt, st.Attempt)
 	}
+	// All or nothing: check the sizes as the next attempt before claiming it.
+	lines := make([]int, len(tasks))
+	for i := range lines {
+		lines[i] = i + 1
+	}
+	msgs, err := attemptMsgs(tasks, maxAttempt+1)
+	if err != nil {
+		return rep, err
+	}
+	if err := c.checkSizes(ctx, msgs, lines, 0); err != nil {
+		return rep, err
+	}
 	_, err = c.updateManifest(ctx, o.Batch, func(m *messages.BatchManifest) error {
 		rep.Attempt = max(maxAttempt, m.LatestAttempt()) + 1
 		m.SetAttempt(rep.Attempt, messages.AttemptManifest{
@@ -102,14 +114,10 @@ func (c *Client) Replay(ctx context.Context, o ReplayOptions) (*ReplayReport, er
 		return rep, err
 	}
 	rep.Total = len(tasks)
-	msgs := make([]*nats.Msg, len(tasks))
-	for i := range tasks {
-		tasks[i].Attempt = rep.Attempt
-		data, err := json.Marshal(&tasks[i])
-		if err != nil {
+	if rep.Attempt != maxAttempt+1 { // a concurrent replay took that one
+		if msgs, err = attemptMsgs(tasks, rep.Attempt); err != nil {
 			return rep, err
 		}
-		msgs[i] = taskMsg(&tasks[i], data)
 	}
 	rep.Stored, rep.Duplicates, err = c.publishAll(ctx, msgs)
 	if err != nil {
@@ -122,4 +130,18 @@ func (c *Client) Replay(ctx context.Context, o ReplayOptions) (*ReplayReport, er
 		return nil
 	})
 	return rep, err
+}
+
+// attemptMsgs builds the messages of tasks as the given attempt.
+func attemptMsgs(tasks []messages.Task, attempt int) ([]*nats.Msg, error) {
+	msgs := make([]*nats.Msg, len(tasks))
+	for i := range tasks {
+		tasks[i].Attempt = attempt
+		data, err := json.Marshal(&tasks[i])
+		if err != nil {
+			return nil, err
+		}
+		msgs[i] = taskMsg(&tasks[i], data)
+	}
+	return msgs, nil
 }

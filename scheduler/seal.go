@@ -96,7 +96,7 @@ func (c *Client) seal(ctx context.Context, b *Batch) error {
 				b.payloads[i] = nil
 			}
 		}
-		return be
+		return newBatchError(be.Errors, b.show)
 	}
 	return nil
 }

@@ -11,7 +11,25 @@ type brokerFlags struct {
 	Listen string `help:"Address the broker listens on (host:port). Use 0.0.0.0:4222 to let other hosts join." default:"127.0.0.1:4222"`
 }
 
-func (f *brokerFlags) start(g *globals) (*broker.Server, error) {
+// start runs the broker, sets up the streams and records the broker's
+// address in the data dir (see target); stop undoes all of it.
+func (f *brokerFlags) start(g *globals, cmd string) (srv *broker.Server, stop func(), err error) {
+	if err := g.refuseNATS(cmd); err != nil {
+		return nil, nil, err
+	}
+	srv, err = f.startServer(g)
+	if err != nil {
+		return nil, nil, err
+	}
+	forget, err := writeBrokerRecord(g.DataDir, srv)
+	if err != nil {
+		srv.Stop()
+		return nil, nil, err
+	}
+	return srv, func() { forget(); srv.Stop() }, nil
+}
+
+func (f *brokerFlags) startServer(g *globals) (*broker.Server, error) {
 	host, port, err := splitHostPort(f.Listen)
 	if err != nil {
 		return nil, err
@@ -41,11 +59,11 @@ type brokerCmd struct {
 }
 
 func (c *brokerCmd) Run(g *globals) error {
-	srv, err := c.start(g)
+	srv, stop, err := c.start(g, "broker")
 	if err != nil {
 		return err
 	}
-	defer srv.Stop()
+	defer stop()
 	fmt.Fprintf(g.IO.Err, "warren broker listening on %s (store %s); stop with Ctrl-C\n", srv.ClientURL(), g.DataDir)
 	<-g.Ctx.Done()
 	return nil
@@ -57,11 +75,11 @@ type upCmd struct {
 }
 
 func (c *upCmd) Run(g *globals) error {
-	srv, err := c.start(g)
+	srv, stop, err := c.start(g, "up")
 	if err != nil {
 		return err
 	}
-	defer srv.Stop()
+	defer stop()
 	nc, err := srv.Connect()
 	if err != nil {
 		return err

@@ -15,9 +15,6 @@ import (
 	"github.com/warrenhq/warren/messages"
 )
 
-// localURL is where `warren up` and `warren broker` listen by default.
-var localURL = fmt.Sprintf("nats://127.0.0.1:%d", broker.DefaultPort)
-
 // session is a client command's connection to the broker, wherever it is.
 type session struct {
 	NC       *nats.Conn
@@ -34,17 +31,17 @@ func (s *session) Close() {
 	s.closers = nil
 }
 
-// open connects a client command: to --nats when given; else to a local
-// broker on 127.0.0.1:4222 when one runs; else it starts an embedded broker
-// on --data-dir for the command's duration. With needWorker, an embedded
-// broker also gets an in-process worker, so work submitted to it runs.
+// open connects a client command to the broker the user named (see
+// target); with none, it starts an embedded broker on --data-dir for the
+// command's duration. With needWorker, an embedded broker also gets an
+// in-process worker, so work submitted to it runs.
 func (g *globals) open(ctx context.Context, name string, needWorker bool) (*session, error) {
-	url := g.NATS
-	if url == "" && broker.Reachable(ctx, localURL) {
-		url = localURL
+	url, rec, err := g.target()
+	if err != nil {
+		return nil, err
 	}
 	if url != "" {
-		return g.dial(ctx, url, name)
+		return g.dialChecked(ctx, url, name, rec)
 	}
 	s := &session{}
 	{
@@ -78,13 +75,18 @@ func (g *globals) open(ctx context.Context, name string, needWorker bool) (*sess
 	return s, nil
 }
 
-// dial connects to the broker at url.
-func (g *globals) dial(ctx context.Context, url, name string) (*session, error) {
+// dialChecked connects to the broker at url, which must be the server of
+// rec when one is given.
+func (g *globals) dialChecked(ctx context.Context, url, name string, rec *brokerRecord) (*session, error) {
 	nc, err := broker.Connect(ctx, url, name)
 	if err != nil {
 		return nil, err
 	}
 	s := &session{NC: nc, closers: []func(){nc.Close}}
+	if err := checkRecorded(nc, rec, g.DataDir); err != nil {
+		s.Close()
+		return nil, err
+	}
 	if err := s.init(ctx); err != nil {
 		s.Close()
 		return nil, err
@@ -98,6 +100,9 @@ func (s *session) init(ctx context.Context) error {
 		return err
 	}
 	s.JS = js
+	if err := broker.CheckJetStream(ctx, js, s.NC); err != nil {
+		return err
+	}
 	return setupStreams(ctx, s.NC)
 }
 

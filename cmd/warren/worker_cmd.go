@@ -153,11 +153,14 @@ type workerCmd struct {
 }
 
 func (c *workerCmd) Run(g *globals) error {
-	url := g.NATS
-	if url == "" {
-		url = localURL
+	url, rec, err := g.target()
+	if err != nil {
+		return err
 	}
-	sess, err := g.dial(g.Ctx, url, "warren-worker")
+	if url == "" {
+		return fmt.Errorf("no broker to serve: pass --nats URL (or set WARREN_NATS_URL), or start `warren broker` with this --data-dir (%s)", g.DataDir)
+	}
+	sess, err := g.dialChecked(g.Ctx, url, "warren-worker", rec)
 	if err != nil {
 		return err
 	}
