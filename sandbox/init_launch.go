@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -12,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/warrenhq/warren/sandbox/initproc"
 	"golang.org/x/sys/unix"
 )
 
@@ -169,17 +171,18 @@ func (s *startedInit) finish(ctx context.Context, l initLaunch) (*Result, error)
 	if err != nil {
 		return fail(&SetupError{Step: "read init status", Err: err})
 	}
-	if len(status) == 0 || status[0] != initStatusExec || len(status) > 1 {
-		if len(status) > 0 && status[0] == initStatusExec {
-			status = status[1:]
-		}
+	execErr, se := parseStatus(status, l.cfg.Argv)
+	if se != nil {
 		if len(status) == 0 && (timedOut.Load() || ctx.Err() != nil) {
 			return fail(&SetupError{Step: "setup", Err: context.DeadlineExceeded})
 		}
-		return fail(parseFailure(status))
+		return fail(se)
 	}
 
-	ended := observeRun(l.spec, cmd.Process.Pid, l.cgroup) // Spec.Started
+	ended := func() {}
+	if execErr == nil {
+		ended = observeRun(l.spec, cmd.Process.Pid, l.cgroup) // Spec.Started
+	}
 	waitErr := cmd.Wait()
 	ended()
 	kill() // nothing of the run outlives it
@@ -187,6 +190,7 @@ func (s *startedInit) finish(ctx context.Context, l initLaunch) (*Result, error)
 		return nil, errors.Join(errors.New("sandbox: wait"), waitErr)
 	}
 	res := resultFromState(cmd.ProcessState, time.Since(s.start))
+	res.ExecError = execErr
 	res.TimedOut = timedOut.Load() || res.Signal == "SIGXCPU"
 	if peak := l.cgroup.peakMemory(); peak > 0 {
 		res.PeakMemory = peak
@@ -204,9 +208,29 @@ func writeJSON(w io.Writer, v any) error {
 	return err
 }
 
+// parseStatus reads what the init reported on its status pipe: StatusExec
+// alone (the command runs), StatusExec and a StatusExecFailed record (the
+// command could not be executed: the task's failure), or a setup failure
+// (a JSON Failure, a StatusLimitFailed record, or nothing: the init died).
+func parseStatus(status []byte, argv []string) (*ExecError, *SetupError) {
+	if len(status) == 0 || status[0] != initStatusExec {
+		return nil, parseFailure(status)
+	}
+	switch tag, _, errno, ok := initproc.DecodeReport(status[1:]); {
+	case len(status) == 1:
+		return nil, nil
+	case ok && tag == initproc.StatusExecFailed && len(argv) > 0:
+		return &ExecError{Command: argv[0], Errno: errno}, nil
+	}
+	return nil, &SetupError{Step: "init", Err: fmt.Errorf("unexpected status report %q", status)}
+}
+
 // parseFailure turns the init's failure report into a *SetupError; no
 // report means the init died during setup.
 func parseFailure(status []byte) *SetupError {
+	if tag, res, errno, ok := initproc.DecodeReport(status); ok && tag == initproc.StatusLimitFailed {
+		return &SetupError{Step: "rlimit", Path: initproc.RlimitName(int(res)), Err: errno}
+	}
 	var f initFailure
 	if len(status) == 0 || json.Unmarshal(status, &f) != nil {
 		return &SetupError{Step: "init", Err: errInitDied}

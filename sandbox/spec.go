@@ -69,7 +69,7 @@ type Spec struct {
 type Limits struct {
 	Wall      time.Duration // whole tree killed when it passes; Result.TimedOut
 	CPU       time.Duration // RLIMIT_CPU
-	Memory    int64         // bytes: address space (RLIMIT_AS) and, where available, cgroup memory
+	Memory    int64         // bytes: the run's cgroup memory where available, else RLIMIT_AS (set just before execve)
 	Processes int64         // RLIMIT_NPROC (per uid) and, where available, pids cgroup
 	FileSize  int64         // RLIMIT_FSIZE
 	OpenFiles int64         // RLIMIT_NOFILE
@@ -82,8 +82,13 @@ type Result struct {
 	ExitCode int    // -1 when ended by a signal
 	Signal   string // e.g. "SIGKILL"; empty on a normal exit
 	TimedOut bool   // the wall limit (or CPU limit) ended it
-	Wall     time.Duration
-	CPU      time.Duration // user + system of the whole tree
+	// ExecError is set when the command could not be executed (not found:
+	// ExitCode 127; not executable, bad format, argument list too long:
+	// 126): the task's failure, not a setup error. Its message is also
+	// written to Spec.Stderr.
+	ExecError *ExecError
+	Wall      time.Duration
+	CPU       time.Duration // user + system of the whole tree
 	// PeakMemory is the largest resident set of any process of the run, in
 	// bytes (getrusage RUSAGE_CHILDREN maxrss).
 	PeakMemory int64
