@@ -4,7 +4,7 @@
 //	r, err := sandbox.New(sandbox.Config{})         // auto mode
 //	res, err := r.Run(ctx, sandbox.Spec{Argv: []string{"lean", "Main.lean"}, ReadOnly: []string{"/opt/lean"}})
 //	// err: *SetupError (the command never ran), ErrUnavailable, ErrInvalidSpec
-//	// res: ExitCode, Signal, TimedOut, ExecError, PeakMemory, InForce ("namespace"), ResourceLimits
+//	// res: ExitCode, Signal, TimedOut/Timeout, ExecError, OOMKills, PeakMemory, InForce ("namespace"), ResourceLimits
 //
 // The sandbox init (package sandbox/initproc) is the small binary
 // cmd/warren-sandbox-init, found next to the worker's executable (`make
@@ -151,6 +151,22 @@
 // program and 256 MiB for python3 in every mode (tests); a Go program needs
 // a cgroup or a limit above its ~1.2 GB of reservations.
 //
+// What ended a run is reported, not guessed from the signal alone:
+// Result.Timeout is "wall" when the wall limit (or nothing else) killed
+// the tree, "cpu" when the command used its CPU time: RLIMIT_CPU sends
+// SIGXCPU at the limit (rounded up to whole seconds) and SIGKILL a second
+// later; in namespace mode the command is pid 1 of its pid namespace and
+// ignores SIGXCPU, so a SIGKILL that the worker did not send, of a command
+// whose own CPU time (read from its zombie's /proc stat before the reap)
+// reached the limit, is the CPU limit too. Result.OOMKills counts the
+// run's processes (the command's children included) the OOM killer killed
+// for the run's memory limit, from its cgroup (v1 memory.oom_control
+// oom_kill, v2 memory.events oom_kill): a command whose child was killed
+// and which then exits 0 shows it. Without a cgroup it is 0: RLIMIT_AS
+// makes allocations fail (ENOMEM, MemoryError) rather than kill, and a
+// kill by the host-wide OOM killer is not attributed to the run (the
+// process shows as SIGKILL).
+//
 // # Observing a run
 //
 // Spec.Started, when set, is called once the command has been exec'd (cold
@@ -203,7 +219,9 @@
 //     of dead owners (under its own cgroup only; names from before this
 //     scheme are left alone).
 //   - The command is pid 1: signals from inside its namespace without a
-//     handler are ignored by it, and it reaps (or not) its own zombies.
+//     handler are ignored by it (SIGXCPU too: the CPU limit ends it with
+//     the SIGKILL a second after the limit), and it reaps (or not) its own
+//     zombies.
 //   - Linux x86_64 and arm64 only.
 //
 // # Failure handling

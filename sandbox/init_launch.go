@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,6 +10,8 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -155,13 +158,14 @@ func (s *startedInit) finish(ctx context.Context, l initLaunch) (*Result, error)
 	defer wall.Stop()
 	done := make(chan struct{})
 	defer close(done)
-	var timedOut atomic.Bool
+	var timedOut, cancelled atomic.Bool
 	go func() {
 		select {
 		case <-wall.C:
 			timedOut.Store(true)
 			kill()
 		case <-ctx.Done():
+			cancelled.Store(true)
 			kill()
 		case <-done:
 		}
@@ -183,6 +187,7 @@ func (s *startedInit) finish(ctx context.Context, l initLaunch) (*Result, error)
 	if execErr == nil {
 		ended = observeRun(l.spec, cmd.Process.Pid, l.cgroup) // Spec.Started
 	}
+	ownCPU := zombieCPU(cmd.Process.Pid) // before the reap, which frees it
 	waitErr := cmd.Wait()
 	ended()
 	kill() // nothing of the run outlives it
@@ -191,7 +196,14 @@ func (s *startedInit) finish(ctx context.Context, l initLaunch) (*Result, error)
 	}
 	res := resultFromState(cmd.ProcessState, time.Since(s.start))
 	res.ExecError = execErr
-	res.TimedOut = timedOut.Load() || res.Signal == "SIGXCPU"
+	switch {
+	case timedOut.Load():
+		res.Timeout = TimeoutWall
+	case cpuLimitEnded(res.Signal, ownCPU, l.spec.Limits.CPU) && !cancelled.Load():
+		res.Timeout = TimeoutCPU
+	}
+	res.TimedOut = res.Timeout != ""
+	res.OOMKills = l.cgroup.oomKills()
 	if peak := l.cgroup.peakMemory(); peak > 0 {
 		res.PeakMemory = peak
 	}
@@ -237,3 +249,57 @@ func parseFailure(status []byte) *SetupError {
 	}
 	return setupErrorOf(f)
 }
+
+// cpuLimitEnded reports whether the command was ended by its CPU-time
+// limit (RLIMIT_CPU, soft limit in whole seconds, SIGKILL one second
+// later): SIGXCPU, or, for a command that does not die of SIGXCPU (pid 1
+// of its pid namespace ignores it; so does a program that blocks it),
+// SIGKILL after its own CPU time reached the soft limit. ownCPU is the
+// command's own time, not its children's (the rlimit is per process).
+func cpuLimitEnded(signal string, ownCPU, limit time.Duration) bool {
+	soft := time.Duration(cpuSeconds(limit)) * time.Second
+	return signal == "SIGXCPU" || (signal == "SIGKILL" && ownCPU >= soft)
+}
+
+// zombieCPU waits (without reaping) for pid to exit and returns its own
+// user + system time from /proc/<pid>/stat, 0 when it cannot be read.
+func zombieCPU(pid int) time.Duration {
+	var info unix.Siginfo
+	for {
+		err := unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
+		if err == nil {
+			break
+		}
+		if err != unix.EINTR {
+			return 0
+		}
+	}
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0
+	}
+	return statCPU(b)
+}
+
+// statCPU is utime + stime (fields 14 and 15, clock ticks of 1/100 s)
+// of a /proc/<pid>/stat line; the command name before them may hold
+// spaces and parentheses, so fields are counted after its last ')'.
+func statCPU(b []byte) time.Duration {
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	u, err1 := strconv.ParseInt(f[11], 10, 64)
+	st, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0
+	}
+	return time.Duration(u+st) * (time.Second / userHZ)
+}
+
+// userHZ is the unit of /proc times (USER_HZ, 100 on Linux's ABI).
+const userHZ = 100

@@ -75,7 +75,9 @@ func (r *Runner) runInsecure(ctx context.Context, spec Spec) (*Result, error) {
 	close(done)
 	killGroup() // leftovers of the group die with the task
 	res := resultFromState(cmd.ProcessState, time.Since(start))
-	res.TimedOut = timedOut.Load()
+	if timedOut.Load() {
+		res.TimedOut, res.Timeout = true, TimeoutWall
+	}
 	res.InForce = "none (insecure)"
 	if waitErr != nil && cmd.ProcessState == nil {
 		return nil, fmt.Errorf("sandbox: wait: %w", waitErr)

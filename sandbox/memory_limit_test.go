@@ -193,6 +193,7 @@ func TestMemoryBombIsStoppedAtSmallLimits(t *testing.T) {
 				o = modeRun(t, r, iso, Spec{Argv: alloc(1024), Limits: Limits{Memory: limit}})
 				if cgroup {
 					require.Equal(t, "SIGKILL", o.res.Signal, "OOM-killed at %d MiB: %+v %s", limit>>20, o.res, o.stdout)
+					require.Equal(t, 1, o.res.OOMKills)
 					require.LessOrEqual(t, o.res.PeakMemory, limit)
 				} else {
 					require.Equal(t, "MemoryError\n", o.stdout, "refused by RLIMIT_AS at %d MiB: %+v %s", limit>>20, o.res, o.stderr)

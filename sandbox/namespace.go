@@ -266,8 +266,12 @@ func (r *Runner) rlimits(l Limits) []initRlimit {
 	return slices.DeleteFunc(rl, func(x initRlimit) bool { return x.Resource == unix.RLIMIT_AS })
 }
 
+// cpuSeconds is the CPU limit as RLIMIT_CPU's soft limit: whole seconds,
+// rounded up.
+func cpuSeconds(d time.Duration) uint64 { return uint64((d + time.Second - 1) / time.Second) }
+
 func limitsToRlimits(l Limits) []initRlimit {
-	cpu := uint64((l.CPU + 999_999_999) / 1_000_000_000) // round up to whole seconds
+	cpu := cpuSeconds(l.CPU)
 	return []initRlimit{
 		{Resource: unix.RLIMIT_AS, Cur: uint64(l.Memory), Max: uint64(l.Memory)},
 		{Resource: unix.RLIMIT_NPROC, Cur: uint64(l.Processes), Max: uint64(l.Processes)},

@@ -1,6 +1,7 @@
 package worker_test
 
 import (
+	"context"
 	"os"
 	"strconv"
 	"strings"
@@ -119,4 +120,43 @@ func TestCommandNotFoundFailsAtOnce(t *testing.T) {
 		require.Equal(t, strings.TrimPrefix(strings.TrimSuffix(want.stderr, "\n"), "warren: "), r.Error.Msg, id)
 	}
 	require.EqualValues(t, 4, resultCount(t, b.JS, "exec"), "one result each")
+}
+
+// TestLimitOverrunsAreReportedThroughTheWorker: a CPU-time overrun is
+// timed_out with timeout "cpu" (not killed), a wall overrun "wall", and a
+// task whose child was OOM-killed ends ok with oom_kills where the sandbox
+// has a cgroup; the control has neither.
+func TestLimitOverrunsAreReportedThroughTheWorker(t *testing.T) {
+	b := brokertest.Start(t, brokertest.Options{})
+	runner := sandboxedRunner(t, 0)
+	probe, err := runner.Run(context.Background(), sandbox.Spec{Argv: []string{"/bin/true"}})
+	require.NoError(t, err)
+	cgroup := strings.HasPrefix(probe.ResourceLimits, "cgroup")
+	startWorker(t, b, "w1", workerOpts{capacity: 2, runner: runner, isolation: []messages.Isolation{messages.IsolationAuto}})
+
+	control := shTask("lim", "control", "echo ok")
+	control.Limits.CPUTimeMS = 1000
+	cpu := shTask("lim", "cpu", "while :; do :; done")
+	cpu.Limits.CPUTimeMS, cpu.Limits.WallTimeoutMS = 1000, 20_000
+	wall := shTask("lim", "wall", "sleep 30")
+	wall.Limits.WallTimeoutMS = 300
+	oom := execTask("lim", "oom", "/usr/bin/python3", "-c",
+		`import subprocess, sys; subprocess.run([sys.executable, "-c", "b = bytearray(1 << 30); b[::4096] = b'x' * len(b[::4096])"])`)
+	oom.Limits.MemoryBytes = 256 << 20
+	publish(t, b.JS, control, cpu, wall, oom)
+	got := collect(t, b.JS, "lim", 4, time.Minute)
+
+	require.Equal(t, messages.StatusOK, got["control"].Status)
+	require.Empty(t, got["control"].Timeout)
+	require.Zero(t, got["control"].OOMKills)
+	require.Equal(t, messages.StatusTimedOut, got["cpu"].Status, "%+v", got["cpu"])
+	require.Equal(t, messages.TimeoutCPU, got["cpu"].Timeout)
+	require.Equal(t, messages.StatusTimedOut, got["wall"].Status)
+	require.Equal(t, messages.TimeoutWall, got["wall"].Timeout)
+	require.Equal(t, messages.StatusOK, got["oom"].Status, "the command itself exits 0: %+v", got["oom"])
+	if cgroup {
+		require.Equal(t, 1, got["oom"].OOMKills, "the child's OOM kill is in the result")
+	} else {
+		require.Zero(t, got["oom"].OOMKills, "no cgroup: RLIMIT_AS refuses the allocation, nothing is killed")
+	}
 }
