@@ -80,10 +80,10 @@ func tinyStaticELF(t *testing.T) []byte {
 	return append(b, code...)
 }
 
-// staticPrograms writes the tiny ELF (and, when Go can build it, a static
-// Go program, which reserves ~1 GB of address space at start) into a
-// directory a sandbox can read and execute, and returns their paths.
-func staticPrograms(t *testing.T) (dir, tiny, goProg string) {
+// staticPrograms writes the tiny ELF into a directory a sandbox can read
+// and execute, and returns both paths and a function that builds a static
+// Go program (which reserves ~1 GB of address space at start) there, once.
+func staticPrograms(t *testing.T) (dir, tiny string, goProg func() string) {
 	t.Helper()
 	dir = hostDir(t)
 	tiny = filepath.Join(dir, "tiny")
@@ -91,14 +91,14 @@ func staticPrograms(t *testing.T) (dir, tiny, goProg string) {
 	out, err := exec.Command(tiny).Output()
 	require.NoError(t, err, "control: the tiny ELF runs on the host")
 	require.Equal(t, "ok\n", string(out))
-
-	goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
-	if _, err := os.Stat(goBin); err != nil {
-		return dir, tiny, ""
-	}
-	src := t.TempDir()
-	require.NoError(t, os.WriteFile(filepath.Join(src, "go.mod"), []byte("module memprobe\n\ngo 1.22\n"), 0o644))
-	require.NoError(t, os.WriteFile(filepath.Join(src, "main.go"), []byte(`package main
+	built := ""
+	return dir, tiny, func() string {
+		if built != "" {
+			return built
+		}
+		src := t.TempDir()
+		require.NoError(t, os.WriteFile(filepath.Join(src, "go.mod"), []byte("module memprobe\n\ngo 1.22\n"), 0o644))
+		require.NoError(t, os.WriteFile(filepath.Join(src, "main.go"), []byte(`package main
 
 import "fmt"
 
@@ -110,13 +110,14 @@ func main() {
 	fmt.Println("ok", len(b)>>20)
 }
 `), 0o644))
-	goProg = filepath.Join(dir, "goprog")
-	cmd := exec.Command(goBin, "build", "-o", goProg, ".")
-	cmd.Dir = src
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOFLAGS=", "GOCACHE="+filepath.Join(os.TempDir(), "warren-test-gocache"))
-	b, err := cmd.CombinedOutput()
-	require.NoError(t, err, "%s", b)
-	return dir, tiny, goProg
+		built = filepath.Join(dir, "goprog")
+		cmd := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", built, ".")
+		cmd.Dir = src
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOFLAGS=")
+		b, err := cmd.CombinedOutput()
+		require.NoError(t, err, "building the static Go probe: %s", b)
+		return built
+	}
 }
 
 // TestSmallMemoryLimitsBindTheTaskNotTheInit: at 64 MiB a static program
@@ -142,12 +143,11 @@ func TestSmallMemoryLimitsBindTheTaskNotTheInit(t *testing.T) {
 			}
 			r.nsInit()
 			if r.ns.cgroups.Version != 0 {
-				require.NotEmpty(t, goProg, "a Go toolchain builds the static Go probe")
 				cases = append(cases, struct {
 					name   string
 					spec   Spec
 					stdout string
-				}{"static Go program at 64 MiB (cgroup)", Spec{Argv: []string{goProg}, ReadOnly: []string{dir}, Limits: Limits{Memory: 64 << 20}}, "ok 8\n"})
+				}{"static Go program at 64 MiB (cgroup)", Spec{Argv: []string{goProg()}, ReadOnly: []string{dir}, Limits: Limits{Memory: 64 << 20}}, "ok 8\n"})
 			}
 			for _, tc := range cases {
 				t.Run(tc.name, func(t *testing.T) {
