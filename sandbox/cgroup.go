@@ -150,10 +150,18 @@ func (cg *runCgroup) setLimits(memory, pids int64) error {
 	}
 	var writes [][2]string
 	if cg.version == 1 {
-		writes = [][2]string{
-			{filepath.Join(cg.dirs["memory"], "memory.limit_in_bytes"), strconv.FormatInt(memory, 10)},
-			{filepath.Join(cg.dirs["pids"], "pids.max"), strconv.FormatInt(pids, 10)},
+		// memory+swap too (where swap is accounted), or a run could swap
+		// past its limit. The kernel keeps memsw >= memory at every write:
+		// lower memory first, raise memsw first.
+		mem := [2]string{filepath.Join(cg.dirs["memory"], "memory.limit_in_bytes"), strconv.FormatInt(memory, 10)}
+		memsw := [2]string{filepath.Join(cg.dirs["memory"], "memory.memsw.limit_in_bytes"), mem[1]}
+		writes = [][2]string{mem, memsw}
+		if b, err := os.ReadFile(mem[0]); err == nil {
+			if cur, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64); err == nil && memory > cur {
+				writes = [][2]string{memsw, mem}
+			}
 		}
+		writes = append(writes, [2]string{filepath.Join(cg.dirs["pids"], "pids.max"), strconv.FormatInt(pids, 10)})
 	} else {
 		writes = [][2]string{
 			{filepath.Join(cg.dirs[""], "memory.max"), strconv.FormatInt(memory, 10)},
@@ -162,7 +170,8 @@ func (cg *runCgroup) setLimits(memory, pids int64) error {
 		}
 	}
 	for _, w := range writes {
-		if err := os.WriteFile(w[0], []byte(w[1]), 0); err != nil && !(strings.HasSuffix(w[0], "swap.max") && errors.Is(err, os.ErrNotExist)) {
+		optional := strings.HasSuffix(w[0], "swap.max") || strings.HasSuffix(w[0], "memsw.limit_in_bytes") // no swap accounting
+		if err := os.WriteFile(w[0], []byte(w[1]), 0); err != nil && !(optional && errors.Is(err, os.ErrNotExist)) {
 			return err
 		}
 	}
