@@ -131,7 +131,9 @@
 // how to fix it. Nothing pretends: the field names what was enforced.
 //
 // Memory is the cgroup's limit where the run has a cgroup: it bounds the
-// whole tree's resident memory, and RLIMIT_AS is not set (an address-space
+// whole tree's resident memory (v1: memory.limit_in_bytes and, where swap
+// is accounted, memory.memsw.limit_in_bytes; v2: memory.max with
+// memory.swap.max 0), and RLIMIT_AS is not set (an address-space
 // cap would also refuse what runtimes only reserve: a static Go program
 // reserves ~1 GB at start and runs under a 64 MiB cgroup limit). Without
 // a cgroup (an unprivileged worker) the memory limit is RLIMIT_AS of each
@@ -149,7 +151,12 @@
 // reported with the same raw calls (a fixed-size record on the status
 // pipe) and the init exits. Limits hold down to 64 MiB for a static
 // program and 256 MiB for python3 in every mode (tests); a Go program needs
-// a cgroup or a limit above its ~1.2 GB of reservations.
+// a cgroup or a limit above its ~1.2 GB of reservations. The init itself
+// is in the run's cgroup from before it reads its config: on cgroup v2
+// (born there, CLONE_INTO_CGROUP) its few MB of resident setup memory
+// count against the limit until the exec, so a limit of a few MiB can end
+// the init during setup (an infrastructure error); on v1 its runtime's
+// pages stay charged to the worker's cgroup (4 MiB runs /bin/true here).
 //
 // What ended a run is reported, not guessed from the signal alone:
 // Result.Timeout is "wall" when the wall limit (or nothing else) killed
