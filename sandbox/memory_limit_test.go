@@ -111,7 +111,9 @@ func main() {
 }
 `), 0o644))
 		built = filepath.Join(dir, "goprog")
-		cmd := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", built, ".")
+		goBin, err := exec.LookPath("go")
+		require.NoError(t, err, "the static Go probe is built with the Go toolchain on PATH (as the suite's init is)")
+		cmd := exec.Command(goBin, "build", "-o", built, ".")
 		cmd.Dir = src
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOFLAGS=")
 		b, err := cmd.CombinedOutput()
