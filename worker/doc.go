@@ -32,6 +32,9 @@
 //   - Invalid task (undecodable, fails validation): an invalid result naming
 //     the field and a stable code, a copy in the dead-letter stream, Term. It
 //     is never redelivered and the worker keeps serving.
+//   - A command that cannot be executed (not found, not executable): the
+//     task's failure, not the host's: a failed result with exit 127 / 126
+//     and error code exec_failed, stored on the first delivery.
 //   - Infrastructure failure (sandbox unavailable, setup error, panic): Nak
 //     with a delay doubling per delivery; on the last allowed delivery an
 //     infra_error result, a dead letter and Term.
