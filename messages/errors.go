@@ -29,6 +29,7 @@ const (
 const (
 	CodeSandboxUnavailable Code = "sandbox_unavailable" // no host offered the isolation the task needs
 	CodeSandboxSetup       Code = "sandbox_setup"       // a sandbox setup step failed; the command never ran
+	CodeExecFailed         Code = "exec_failed"         // the command could not be executed (not found: exit 127; not executable, too long: 126); the task's failure, never retried
 	CodeMaxDeliveries      Code = "max_deliveries"      // every delivery failed; the task is dead-lettered
 	CodeCancelled          Code = "cancelled"           // cancelled by a user
 	// CodeSecretsUnavailable: the task's secrets are sealed to a key this

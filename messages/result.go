@@ -17,6 +17,15 @@ const (
 	StatusCancelled  Status = "cancelled"   // cancelled before or while running
 )
 
+// TimeoutKind names the limit that ended a timed_out task.
+type TimeoutKind string
+
+// Timeout kinds.
+const (
+	TimeoutWall TimeoutKind = "wall" // limits.wall_timeout_ms: the whole tree was killed
+	TimeoutCPU  TimeoutKind = "cpu"  // limits.cpu_time_ms: the command used its CPU time
+)
+
 // Result is the single terminal record of a task attempt, stored in RESULTS.
 type Result struct {
 	V        int    `json:"v"`
@@ -28,6 +37,13 @@ type Result struct {
 	Status   Status `json:"status"`
 	ExitCode int    `json:"exit_code"`        // -1 when the process did not exit normally
 	Signal   string `json:"signal,omitempty"` // e.g. "SIGKILL"
+	// Timeout names the limit that ended a timed_out task.
+	Timeout TimeoutKind `json:"timeout,omitempty"`
+	// OOMKills counts the task's processes (the command or its children)
+	// that the OOM killer killed for the task's memory limit; counted where
+	// the sandbox has a cgroup, absent (0) otherwise. A task can end ok
+	// with oom_kills > 0 (a child was killed, the command went on).
+	OOMKills int `json:"oom_kills,omitempty"`
 
 	WallMS          int64 `json:"wall_ms"`
 	CPUMS           int64 `json:"cpu_ms"`

@@ -150,10 +150,18 @@ func (cg *runCgroup) setLimits(memory, pids int64) error {
 	}
 	var writes [][2]string
 	if cg.version == 1 {
-		writes = [][2]string{
-			{filepath.Join(cg.dirs["memory"], "memory.limit_in_bytes"), strconv.FormatInt(memory, 10)},
-			{filepath.Join(cg.dirs["pids"], "pids.max"), strconv.FormatInt(pids, 10)},
+		// memory+swap too (where swap is accounted), or a run could swap
+		// past its limit. The kernel keeps memsw >= memory at every write:
+		// lower memory first, raise memsw first.
+		mem := [2]string{filepath.Join(cg.dirs["memory"], "memory.limit_in_bytes"), strconv.FormatInt(memory, 10)}
+		memsw := [2]string{filepath.Join(cg.dirs["memory"], "memory.memsw.limit_in_bytes"), mem[1]}
+		writes = [][2]string{mem, memsw}
+		if b, err := os.ReadFile(mem[0]); err == nil {
+			if cur, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64); err == nil && memory > cur {
+				writes = [][2]string{memsw, mem}
+			}
 		}
+		writes = append(writes, [2]string{filepath.Join(cg.dirs["pids"], "pids.max"), strconv.FormatInt(pids, 10)})
 	} else {
 		writes = [][2]string{
 			{filepath.Join(cg.dirs[""], "memory.max"), strconv.FormatInt(memory, 10)},
@@ -162,7 +170,8 @@ func (cg *runCgroup) setLimits(memory, pids int64) error {
 		}
 	}
 	for _, w := range writes {
-		if err := os.WriteFile(w[0], []byte(w[1]), 0); err != nil && !(strings.HasSuffix(w[0], "swap.max") && errors.Is(err, os.ErrNotExist)) {
+		optional := strings.HasSuffix(w[0], "swap.max") || strings.HasSuffix(w[0], "memsw.limit_in_bytes") // no swap accounting
+		if err := os.WriteFile(w[0], []byte(w[1]), 0); err != nil && !(optional && errors.Is(err, os.ErrNotExist)) {
 			return err
 		}
 	}
@@ -194,19 +203,24 @@ func (cg *runCgroup) attach(pid int, force bool) error {
 
 // peakMemory is the run's peak memory use in bytes (0 when unknown).
 func (cg *runCgroup) peakMemory() int64 {
-	if cg == nil {
-		return 0
-	}
-	file := filepath.Join(cg.dirs["memory"], "memory.max_usage_in_bytes")
-	if cg.version == 2 {
-		file = filepath.Join(cg.dirs[""], "memory.peak")
-	}
-	b, err := os.ReadFile(file)
+	b, err := cg.readMemoryFile("memory.max_usage_in_bytes", "memory.peak")
 	if err != nil {
 		return 0
 	}
 	n, _ := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
 	return n
+}
+
+// readMemoryFile reads a file of the run's memory controller: v1 names
+// it one way, v2 another.
+func (cg *runCgroup) readMemoryFile(v1, v2 string) ([]byte, error) {
+	if cg == nil {
+		return nil, os.ErrNotExist
+	}
+	if cg.version == 2 {
+		return os.ReadFile(filepath.Join(cg.dirs[""], v2))
+	}
+	return os.ReadFile(filepath.Join(cg.dirs["memory"], v1))
 }
 
 // empty reports whether no process is left in the cgroup.
@@ -241,4 +255,19 @@ func (cg *runCgroup) remove() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// oomKills is how many processes of the run the OOM killer killed (v1
+// memory.oom_control oom_kill, v2 memory.events oom_kill, which counts
+// the cgroup's descendants too); 0 without a cgroup or the counter.
+func (cg *runCgroup) oomKills() int {
+	b, err := cg.readMemoryFile("memory.oom_control", "memory.events")
+	if err != nil {
+		return 0
+	}
+	n, err := sumFields(b, " ", 1, "oom_kill")
+	if err != nil {
+		return 0
+	}
+	return int(n)
 }

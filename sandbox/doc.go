@@ -4,7 +4,7 @@
 //	r, err := sandbox.New(sandbox.Config{})         // auto mode
 //	res, err := r.Run(ctx, sandbox.Spec{Argv: []string{"lean", "Main.lean"}, ReadOnly: []string{"/opt/lean"}})
 //	// err: *SetupError (the command never ran), ErrUnavailable, ErrInvalidSpec
-//	// res: ExitCode, Signal, TimedOut, PeakMemory, InForce ("namespace"), ResourceLimits
+//	// res: ExitCode, Signal, TimedOut/Timeout, ExecError, OOMKills, PeakMemory, InForce ("namespace"), ResourceLimits
 //
 // The sandbox init (package sandbox/initproc) is the small binary
 // cmd/warren-sandbox-init, found next to the worker's executable (`make
@@ -120,15 +120,59 @@
 //
 // # Resource limits
 //
-// Memory, processes, file size, open files and CPU are rlimits of the
-// command (RLIMIT_AS, RLIMIT_NPROC counted per user namespace, RLIMIT_FSIZE,
-// RLIMIT_NOFILE, RLIMIT_CPU). Where the worker can create cgroups (root on
-// cgroup v1 with memory and pids controllers, or a delegated cgroup v2
-// subtree where memory and pids can be enabled for children of the
-// worker's cgroup) each run also gets a child cgroup of the worker's own with the
-// memory and pids limits, and PeakMemory comes from it; otherwise
+// Processes, file size, open files and CPU are rlimits of the command
+// (RLIMIT_NPROC counted per user namespace, RLIMIT_FSIZE, RLIMIT_NOFILE,
+// RLIMIT_CPU). Where the worker can create cgroups (root on cgroup v1 with
+// memory and pids controllers, or a delegated cgroup v2 subtree where
+// memory and pids can be enabled for children of the worker's cgroup) each
+// run also gets a child cgroup of the worker's own with the memory and
+// pids limits, and PeakMemory comes from it; otherwise
 // Result.ResourceLimits says "rlimits only (why)" and `warren doctor` says
 // how to fix it. Nothing pretends: the field names what was enforced.
+//
+// Memory is the cgroup's limit where the run has a cgroup: it bounds the
+// whole tree's resident memory (v1: memory.limit_in_bytes and, where swap
+// is accounted, memory.memsw.limit_in_bytes; v2: memory.max with
+// memory.swap.max 0), and RLIMIT_AS is not set (an address-space
+// cap would also refuse what runtimes only reserve: a static Go program
+// reserves ~1 GB at start and runs under a 64 MiB cgroup limit). Without
+// a cgroup (an unprivileged worker) the memory limit is RLIMIT_AS of each
+// process, and it binds only the task's program, never the init: the Go
+// init's own address space is already ~1.2 GB of reservations, so a
+// RLIMIT_AS applied while it still runs made its later allocations fail
+// ("sandbox init died during setup", or the init's "fatal error: runtime:
+// cannot allocate memory" reported as the task's exit 2). The init
+// therefore prepares everything the exec needs (path, argv and envp as C
+// arrays, the clamped limits, its report buffer), runs the garbage
+// collector once and switches it off, and then, from a nosplit function
+// making raw system calls only (no allocation, no stack growth, no
+// scheduler), sets every rlimit (RLIMIT_AS last), writes its exec marker
+// and calls execve, which replaces the address space. A failed execve is
+// reported with the same raw calls (a fixed-size record on the status
+// pipe) and the init exits. Limits hold down to 64 MiB for a static
+// program and 256 MiB for python3 in every mode (tests); a Go program needs
+// a cgroup or a limit above its ~1.2 GB of reservations. The init itself
+// is in the run's cgroup from before it reads its config: on cgroup v2
+// (born there, CLONE_INTO_CGROUP) its few MB of resident setup memory
+// count against the limit until the exec, so a limit of a few MiB can end
+// the init during setup (an infrastructure error); on v1 its runtime's
+// pages stay charged to the worker's cgroup (4 MiB runs /bin/true here).
+//
+// What ended a run is reported, not guessed from the signal alone:
+// Result.Timeout is "wall" when the wall limit (or nothing else) killed
+// the tree, "cpu" when the command used its CPU time: RLIMIT_CPU sends
+// SIGXCPU at the limit (rounded up to whole seconds) and SIGKILL a second
+// later; in namespace mode the command is pid 1 of its pid namespace and
+// ignores SIGXCPU, so a SIGKILL that the worker did not send, of a command
+// whose own CPU time (read from its zombie's /proc stat before the reap)
+// reached the limit, is the CPU limit too. Result.OOMKills counts the
+// run's processes (the command's children included) the OOM killer killed
+// for the run's memory limit, from its cgroup (v1 memory.oom_control
+// oom_kill, v2 memory.events oom_kill): a command whose child was killed
+// and which then exits 0 shows it. Without a cgroup it is 0: RLIMIT_AS
+// makes allocations fail (ENOMEM, MemoryError) rather than kill, and a
+// kill by the host-wide OOM killer is not attributed to the run (the
+// process shows as SIGKILL).
 //
 // # Observing a run
 //
@@ -182,7 +226,9 @@
 //     of dead owners (under its own cgroup only; names from before this
 //     scheme are left alone).
 //   - The command is pid 1: signals from inside its namespace without a
-//     handler are ignored by it, and it reaps (or not) its own zombies.
+//     handler are ignored by it (SIGXCPU too: the CPU limit ends it with
+//     the SIGKILL a second after the limit), and it reaps (or not) its own
+//     zombies.
 //   - Linux x86_64 and arm64 only.
 //
 // # Failure handling
@@ -191,11 +237,20 @@
 // init reports the failed step on a status pipe (distinct from the task's
 // own exit status: the init writes a marker just before execve, and a
 // failure report otherwise), and Run returns a *SetupError naming the step
-// (e.g. "mount /tmp", "bind", "pivot_root", "find command") and wrapping
+// (e.g. "mount /tmp", "bind", "pivot_root", "rlimit") and wrapping
 // the errno. An init that dies before reporting yields a SetupError with
 // step "init". When the kernel refuses the namespaces themselves the
 // SetupError (step "start init") also wraps ErrUnavailable. Teardown
 // failures (a cgroup that will not go, a uid with processes left) are
 // logged and quarantine the uid; they do not change the Result of a run
 // that completed.
+//
+// A command that cannot be executed once the sandbox is set up (not found
+// on the sandbox's PATH or at its path, not executable, not a valid
+// executable, an argument list the kernel refuses with E2BIG) is the
+// task's failure, not the sandbox's: as a shell, Run returns a Result with
+// ExitCode 127 (ENOENT) or 126 (anything else), Result.ExecError set and
+// "warren: <command>: command not found" (or ": cannot execute: <errno>")
+// written to Spec.Stderr; no error, so a worker stores it as failed and
+// never retries it. Mode none does the same.
 package sandbox

@@ -1,17 +1,22 @@
 package sandbox
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"runtime"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
 
+	"github.com/warrenhq/warren/sandbox/initproc"
 	"golang.org/x/sys/unix"
 )
 
@@ -153,13 +158,14 @@ func (s *startedInit) finish(ctx context.Context, l initLaunch) (*Result, error)
 	defer wall.Stop()
 	done := make(chan struct{})
 	defer close(done)
-	var timedOut atomic.Bool
+	var timedOut, cancelled atomic.Bool
 	go func() {
 		select {
 		case <-wall.C:
 			timedOut.Store(true)
 			kill()
 		case <-ctx.Done():
+			cancelled.Store(true)
 			kill()
 		case <-done:
 		}
@@ -169,17 +175,19 @@ func (s *startedInit) finish(ctx context.Context, l initLaunch) (*Result, error)
 	if err != nil {
 		return fail(&SetupError{Step: "read init status", Err: err})
 	}
-	if len(status) == 0 || status[0] != initStatusExec || len(status) > 1 {
-		if len(status) > 0 && status[0] == initStatusExec {
-			status = status[1:]
-		}
+	execErr, se := parseStatus(status, l.cfg.Argv)
+	if se != nil {
 		if len(status) == 0 && (timedOut.Load() || ctx.Err() != nil) {
 			return fail(&SetupError{Step: "setup", Err: context.DeadlineExceeded})
 		}
-		return fail(parseFailure(status))
+		return fail(se)
 	}
 
-	ended := observeRun(l.spec, cmd.Process.Pid, l.cgroup) // Spec.Started
+	ended := func() {}
+	if execErr == nil {
+		ended = observeRun(l.spec, cmd.Process.Pid, l.cgroup) // Spec.Started
+	}
+	ownCPU := zombieCPU(cmd.Process.Pid) // before the reap, which frees it
 	waitErr := cmd.Wait()
 	ended()
 	kill() // nothing of the run outlives it
@@ -187,7 +195,15 @@ func (s *startedInit) finish(ctx context.Context, l initLaunch) (*Result, error)
 		return nil, errors.Join(errors.New("sandbox: wait"), waitErr)
 	}
 	res := resultFromState(cmd.ProcessState, time.Since(s.start))
-	res.TimedOut = timedOut.Load() || res.Signal == "SIGXCPU"
+	res.ExecError = execErr
+	switch {
+	case timedOut.Load():
+		res.Timeout = TimeoutWall
+	case cpuLimitEnded(res.Signal, ownCPU, l.spec.Limits.CPU) && !cancelled.Load():
+		res.Timeout = TimeoutCPU
+	}
+	res.TimedOut = res.Timeout != ""
+	res.OOMKills = l.cgroup.oomKills()
 	if peak := l.cgroup.peakMemory(); peak > 0 {
 		res.PeakMemory = peak
 	}
@@ -204,12 +220,86 @@ func writeJSON(w io.Writer, v any) error {
 	return err
 }
 
+// parseStatus reads what the init reported on its status pipe: StatusExec
+// alone (the command runs), StatusExec and a StatusExecFailed record (the
+// command could not be executed: the task's failure), or a setup failure
+// (a JSON Failure, a StatusLimitFailed record, or nothing: the init died).
+func parseStatus(status []byte, argv []string) (*ExecError, *SetupError) {
+	if len(status) == 0 || status[0] != initStatusExec {
+		return nil, parseFailure(status)
+	}
+	switch tag, _, errno, ok := initproc.DecodeReport(status[1:]); {
+	case len(status) == 1:
+		return nil, nil
+	case ok && tag == initproc.StatusExecFailed && len(argv) > 0:
+		return &ExecError{Command: argv[0], Errno: errno}, nil
+	}
+	return nil, &SetupError{Step: "init", Err: fmt.Errorf("unexpected status report %q", status)}
+}
+
 // parseFailure turns the init's failure report into a *SetupError; no
 // report means the init died during setup.
 func parseFailure(status []byte) *SetupError {
+	if tag, res, errno, ok := initproc.DecodeReport(status); ok && tag == initproc.StatusLimitFailed {
+		return &SetupError{Step: "rlimit", Path: initproc.RlimitName(int(res)), Err: errno}
+	}
 	var f initFailure
 	if len(status) == 0 || json.Unmarshal(status, &f) != nil {
 		return &SetupError{Step: "init", Err: errInitDied}
 	}
 	return setupErrorOf(f)
 }
+
+// cpuLimitEnded reports whether the command was ended by its CPU-time
+// limit (RLIMIT_CPU, soft limit in whole seconds, SIGKILL one second
+// later): SIGXCPU, or, for a command that does not die of SIGXCPU (pid 1
+// of its pid namespace ignores it; so does a program that blocks it),
+// SIGKILL after its own CPU time reached the soft limit. ownCPU is the
+// command's own time, not its children's (the rlimit is per process).
+func cpuLimitEnded(signal string, ownCPU, limit time.Duration) bool {
+	soft := time.Duration(cpuSeconds(limit)) * time.Second
+	return signal == "SIGXCPU" || (signal == "SIGKILL" && ownCPU >= soft)
+}
+
+// zombieCPU waits (without reaping) for pid to exit and returns its own
+// user + system time from /proc/<pid>/stat, 0 when it cannot be read.
+func zombieCPU(pid int) time.Duration {
+	var info unix.Siginfo
+	for {
+		err := unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
+		if err == nil {
+			break
+		}
+		if err != unix.EINTR {
+			return 0
+		}
+	}
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0
+	}
+	return statCPU(b)
+}
+
+// statCPU is utime + stime (fields 14 and 15, clock ticks of 1/100 s)
+// of a /proc/<pid>/stat line; the command name before them may hold
+// spaces and parentheses, so fields are counted after its last ')'.
+func statCPU(b []byte) time.Duration {
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	u, err1 := strconv.ParseInt(f[11], 10, 64)
+	st, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0
+	}
+	return time.Duration(u+st) * (time.Second / userHZ)
+}
+
+// userHZ is the unit of /proc times (USER_HZ, 100 on Linux's ABI).
+const userHZ = 100

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/warrenhq/warren/sandbox/files"
+	"github.com/warrenhq/warren/sandbox/initproc"
 	"golang.org/x/sys/unix"
 )
 
@@ -31,9 +32,9 @@ func (r *Runner) runInsecure(ctx context.Context, spec Spec) (*Result, error) {
 	cmd := exec.Command(spec.Argv[0], spec.Argv[1:]...)
 	if filepath.Base(spec.Argv[0]) == spec.Argv[0] {
 		// Resolve against the sandbox PATH, not the worker's.
-		p, err := lookPath(spec.Argv[0], minimalPath)
-		if err != nil {
-			return nil, &SetupError{Step: "find command", Path: spec.Argv[0], Err: err}
+		p, errno := initproc.LookPath(spec.Argv[0], minimalPath)
+		if errno != 0 {
+			return notExecuted(spec.Argv[0], errno, "none (insecure)"), nil
 		}
 		cmd.Path = p
 	}
@@ -46,6 +47,11 @@ func (r *Runner) runInsecure(ctx context.Context, spec Spec) (*Result, error) {
 
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
+		var errno syscall.Errno
+		if errors.As(err, &errno) && isExecErrno(errno) {
+			// execve of the command failed in the child: the task's fault.
+			return notExecuted(spec.Argv[0], errno, "none (insecure)"), nil
+		}
 		return nil, &SetupError{Step: "start", Path: cmd.Path, Err: err}
 	}
 	pgid := cmd.Process.Pid
@@ -69,7 +75,9 @@ func (r *Runner) runInsecure(ctx context.Context, spec Spec) (*Result, error) {
 	close(done)
 	killGroup() // leftovers of the group die with the task
 	res := resultFromState(cmd.ProcessState, time.Since(start))
-	res.TimedOut = timedOut.Load()
+	if timedOut.Load() {
+		res.TimedOut, res.Timeout = true, TimeoutWall
+	}
 	res.InForce = "none (insecure)"
 	if waitErr != nil && cmd.ProcessState == nil {
 		return nil, fmt.Errorf("sandbox: wait: %w", waitErr)
@@ -166,14 +174,4 @@ func buildEnv(extra map[string]string, home, tmp string) []string {
 		env = append(env, k+"="+extra[k])
 	}
 	return env
-}
-
-func lookPath(name, path string) (string, error) {
-	for _, d := range filepath.SplitList(path) {
-		p := filepath.Join(d, name)
-		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
-			return p, nil
-		}
-	}
-	return "", fmt.Errorf("%q not found in %s: %w", name, path, errors.New("executable file not found"))
 }

@@ -118,7 +118,7 @@ func (r *Runner) landlockTask(spec Spec, home string, uid, gid uint32) *initConf
 		Env:     env,
 		Path:    path,
 		Dir:     filepath.Join(home, spec.Cwd),
-		Rlimits: limitsToRlimits(spec.Limits),
+		Rlimits: r.rlimits(spec.Limits),
 		Landlock: newLandlockPolicy(landlockView{
 			Home:      home,
 			Toolchain: spec.ReadOnly,

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -139,7 +140,7 @@ func (r *Runner) taskConfig(spec Spec, scratch string) (cfg *initConfig, layer s
 		Env:     env,
 		Path:    path,
 		Dir:     filepath.Join(scratch, spec.Cwd),
-		Rlimits: limitsToRlimits(spec.Limits),
+		Rlimits: r.rlimits(spec.Limits),
 	}
 	// The Landlock layer (nil below the configured ABI floor), applied by
 	// the init after the view is built, with paths as seen inside it.
@@ -251,8 +252,26 @@ func addSystemPath(ns *nsConfig, p string) {
 
 func isUnder(p, dir string) bool { return p == dir || strings.HasPrefix(p, dir+"/") }
 
+// rlimits are the command's rlimits, set by the init just before execve.
+// Memory is bounded by the run's cgroup where the runner has cgroups (the
+// whole tree, resident memory): RLIMIT_AS is then left alone, since it
+// would also cap address space that runtimes reserve without using (a Go
+// program reserves ~1 GB at start). Without cgroups RLIMIT_AS is the only
+// memory bound.
+func (r *Runner) rlimits(l Limits) []initRlimit {
+	rl := limitsToRlimits(l)
+	if r.ns.cgroups.Version == 0 {
+		return rl
+	}
+	return slices.DeleteFunc(rl, func(x initRlimit) bool { return x.Resource == unix.RLIMIT_AS })
+}
+
+// cpuSeconds is the CPU limit as RLIMIT_CPU's soft limit: whole seconds,
+// rounded up.
+func cpuSeconds(d time.Duration) uint64 { return uint64((d + time.Second - 1) / time.Second) }
+
 func limitsToRlimits(l Limits) []initRlimit {
-	cpu := uint64((l.CPU + 999_999_999) / 1_000_000_000) // round up to whole seconds
+	cpu := cpuSeconds(l.CPU)
 	return []initRlimit{
 		{Resource: unix.RLIMIT_AS, Cur: uint64(l.Memory), Max: uint64(l.Memory)},
 		{Resource: unix.RLIMIT_NPROC, Cur: uint64(l.Processes), Max: uint64(l.Processes)},

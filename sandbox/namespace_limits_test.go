@@ -50,14 +50,7 @@ except OSError as e:
 
 func TestMemoryBombIsContained(t *testing.T) {
 	r := nsRunner(t)
-	alloc := func(mb int) []string {
-		return py(fmt.Sprintf(`
-try:
-    b = bytearray(%d << 20); b[::4096] = b"x" * len(b[::4096]); print("allocated")
-except MemoryError:
-    print("MemoryError")
-`, mb))
-	}
+	alloc := allocProbe
 	o := runIn(t, r, Spec{Argv: alloc(32), Limits: Limits{Memory: 256 << 20}})
 	require.Equal(t, "allocated\n", o.stdout, "control: within the limit")
 	require.Greater(t, o.res.PeakMemory, int64(32<<20), "peak memory covers the allocation")
@@ -109,7 +102,13 @@ func TestRlimitsAreApplied(t *testing.T) {
 	probe := py(`import resource as r; print([r.getrlimit(x) for x in (r.RLIMIT_NOFILE, r.RLIMIT_NPROC, r.RLIMIT_FSIZE, r.RLIMIT_CPU, r.RLIMIT_AS, r.RLIMIT_CORE)])`)
 	o := runIn(t, r, Spec{Argv: probe,
 		Limits: Limits{OpenFiles: 77, Processes: 33, FileSize: 1 << 20, CPU: 9_500_000_000, Memory: 512 << 20}})
-	require.Equal(t, "[(77, 77), (33, 33), (1048576, 1048576), (10, 11), (536870912, 536870912), (0, 0)]\n", o.stdout)
+	// RLIMIT_AS only without a cgroup: with one, the cgroup bounds memory
+	// and the address space is left as the worker's (unlimited here).
+	as := "(536870912, 536870912)"
+	if r.ns.cgroups.Version != 0 {
+		as = "(-1, -1)"
+	}
+	require.Equal(t, "[(77, 77), (33, 33), (1048576, 1048576), (10, 11), "+as+", (0, 0)]\n", o.stdout)
 }
 
 func TestRunIsInItsOwnCgroup(t *testing.T) {
@@ -124,5 +123,33 @@ func TestRunIsInItsOwnCgroup(t *testing.T) {
 	o := runIn(t, r, Spec{Argv: probe, Limits: Limits{Processes: 77}})
 	for _, l := range strings.Split(strings.TrimSpace(o.stdout), "\n") {
 		require.Regexp(t, `:(memory|pids):/warren-run-[0-9]+\.[0-9]+-[0-9]+-[0-9]+$`, l, "relative to the worker's cgroup (the cgroup namespace root)")
+	}
+}
+
+// TestCgroupV1BoundsSwapToo: a v1 run cgroup limits memory+swap to the
+// memory limit (where swap is accounted), through a raise and a lowering
+// of the limit (a warm sandbox's cgroup gets the task's limit late).
+func TestCgroupV1BoundsSwapToo(t *testing.T) {
+	r := nsRunner(t)
+	r.nsInit()
+	if r.ns.cgroups.Version != 1 {
+		t.Skipf("no usable cgroup v1 here (%s)", r.ns.cgroups)
+	}
+	cg, err := r.ns.cgroups.create(fmt.Sprintf("warren-swaptest-%d", os.Getpid()), 64<<20, 16)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, cg.remove()) })
+	memsw := filepath.Join(cg.dirs["memory"], "memory.memsw.limit_in_bytes")
+	if _, err := os.Stat(memsw); err != nil {
+		t.Skipf("no swap accounting on this host: %v", err)
+	}
+	read := func(name string) string {
+		b, err := os.ReadFile(filepath.Join(cg.dirs["memory"], name))
+		require.NoError(t, err)
+		return strings.TrimSpace(string(b))
+	}
+	for _, limit := range []int64{64 << 20, 512 << 20, 32 << 20} {
+		require.NoError(t, cg.setLimits(limit, 16))
+		require.Equal(t, fmt.Sprint(limit), read("memory.limit_in_bytes"))
+		require.Equal(t, fmt.Sprint(limit), read("memory.memsw.limit_in_bytes"), "swap bounded by the same limit")
 	}
 }

@@ -168,15 +168,22 @@ func (r *Runner) Run(ctx context.Context, spec Spec) (*Result, error) {
 	}
 	spec.Limits = spec.Limits.withDefaults(r.cfg.Defaults)
 	iso := cmp.Or(spec.Isolation, r.cfg.Isolation)
+	var res *Result
+	var err error
 	switch iso {
 	case IsolationNone:
 		if !r.cfg.AllowInsecure {
 			return nil, ErrInsecureRefused
 		}
-		return r.runInsecure(ctx, spec)
+		res, err = r.runInsecure(ctx, spec)
 	case IsolationAuto, IsolationNamespace, IsolationLandlock:
-		return r.runIsolated(ctx, spec, iso)
+		res, err = r.runIsolated(ctx, spec, iso)
 	default:
 		return nil, fmt.Errorf("%w: isolation %q", ErrInvalidSpec, iso)
 	}
+	if err == nil && res.ExecError != nil && spec.Stderr != nil {
+		// As a shell says it; the run's own output is drained by now.
+		_, _ = fmt.Fprintf(spec.Stderr, "warren: %v\n", res.ExecError)
+	}
+	return res, err
 }

@@ -65,11 +65,21 @@ type Spec struct {
 	Started func(Handle)
 }
 
+// TimeoutKind names the limit that ended a run.
+type TimeoutKind string
+
+// Timeout kinds: the wall-clock limit (Limits.Wall), or the CPU-time limit
+// (Limits.CPU) of the command.
+const (
+	TimeoutWall TimeoutKind = "wall"
+	TimeoutCPU  TimeoutKind = "cpu"
+)
+
 // Limits bound one run. Zero means the runner's default (Config.Defaults).
 type Limits struct {
 	Wall      time.Duration // whole tree killed when it passes; Result.TimedOut
 	CPU       time.Duration // RLIMIT_CPU
-	Memory    int64         // bytes: address space (RLIMIT_AS) and, where available, cgroup memory
+	Memory    int64         // bytes: the run's cgroup memory where available, else RLIMIT_AS (set just before execve)
 	Processes int64         // RLIMIT_NPROC (per uid) and, where available, pids cgroup
 	FileSize  int64         // RLIMIT_FSIZE
 	OpenFiles int64         // RLIMIT_NOFILE
@@ -81,7 +91,22 @@ type Limits struct {
 type Result struct {
 	ExitCode int    // -1 when ended by a signal
 	Signal   string // e.g. "SIGKILL"; empty on a normal exit
-	TimedOut bool   // the wall limit (or CPU limit) ended it
+	TimedOut bool   // the wall limit or the CPU limit ended it (Timeout says which)
+	// Timeout is the limit that ended the run: TimeoutWall, TimeoutCPU, or
+	// empty when none did.
+	Timeout TimeoutKind
+	// ExecError is set when the command could not be executed (not found:
+	// ExitCode 127; not executable, bad format, argument list too long:
+	// 126): the task's failure, not a setup error. Its message is also
+	// written to Spec.Stderr.
+	ExecError *ExecError
+	// OOMKills is how many processes of the run the kernel's OOM killer
+	// killed for the run's memory limit, the command's children included,
+	// read from the run's cgroup (v1 memory.oom_control oom_kill, v2
+	// memory.events oom_kill). Without a cgroup (ResourceLimits "rlimits
+	// only") it is 0: RLIMIT_AS makes allocations fail instead of killing,
+	// and a host-wide OOM kill is not attributed to the run.
+	OOMKills int
 	Wall     time.Duration
 	CPU      time.Duration // user + system of the whole tree
 	// PeakMemory is the largest resident set of any process of the run, in

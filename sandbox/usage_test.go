@@ -140,14 +140,18 @@ func TestUsageMemoryObservesRun(t *testing.T) {
 	}
 }
 
-// TestUsageStartedOnlyWhenTheCommandRuns: a run whose setup fails never
-// calls Started.
+// TestUsageStartedOnlyWhenTheCommandRuns: a run whose setup fails, or
+// whose command cannot be executed, never calls Started.
 func TestUsageStartedOnlyWhenTheCommandRuns(t *testing.T) {
 	r := nsRunner(t)
 	called := false
-	_, err := r.Run(context.Background(), Spec{Argv: []string{"/nonexistent/command"}, Started: func(Handle) { called = true }})
+	_, err := r.Run(context.Background(), Spec{Argv: []string{"/bin/true"}, Limits: Limits{TmpSize: -1}, Started: func(Handle) { called = true }})
 	var se *SetupError
 	require.ErrorAs(t, err, &se)
+	require.False(t, called)
+	res, err := r.Run(context.Background(), Spec{Argv: []string{"/nonexistent/command"}, Started: func(Handle) { called = true }})
+	require.NoError(t, err)
+	require.NotNil(t, res.ExecError)
 	require.False(t, called)
 
 	// The control: the same runner calls it for a command that runs.

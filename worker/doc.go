@@ -38,6 +38,9 @@
 //   - Secrets this worker cannot open (no seal key, another pool's key): an
 //     infra_error result with code secrets_unavailable, a dead letter under
 //     reason "secrets", Term: a key problem is not retried.
+//   - A command that cannot be executed (not found, not executable): the
+//     task's failure, not the host's: a failed result with exit 127 / 126
+//     and error code exec_failed, stored on the first delivery.
 //   - Infrastructure failure (sandbox unavailable, setup error, panic): Nak
 //     with a delay doubling per delivery; on the last allowed delivery an
 //     infra_error result, a dead letter and Term.

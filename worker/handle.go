@@ -158,6 +158,12 @@ func fillFromSandbox(res *messages.Result, s *sandbox.Result) {
 	res.WallMS, res.CPUMS = s.Wall.Milliseconds(), s.CPU.Milliseconds()
 	res.PeakMemoryBytes = s.PeakMemory
 	res.Sandbox = s.InForce
+	res.Timeout, res.OOMKills = messages.TimeoutKind(s.Timeout), s.OOMKills
+	if s.ExecError != nil {
+		// Not found / not executable: the task's failure (exit 127/126),
+		// stored at once; the message is on stderr too.
+		res.Error = &messages.Error{Code: messages.CodeExecFailed, Msg: s.ExecError.Error()}
+	}
 	switch {
 	case s.TimedOut:
 		res.Status = messages.StatusTimedOut

@@ -59,10 +59,11 @@ type workerOpts struct {
 	runner     worker.Runner
 	ackWait    time.Duration
 	maxDeliver int
-	profiles   []string      // Config.ExecProfiles; default one
-	pullWait   time.Duration // Config.PullWait; default 500ms
-	sealKey    nkeys.KeyPair // Config.SealKey
-	logTo      io.Writer     // debug-level log sink; default the test log at warn
+	profiles   []string             // Config.ExecProfiles; default one
+	pullWait   time.Duration        // Config.PullWait; default 500ms
+	sealKey    nkeys.KeyPair        // Config.SealKey
+	logTo      io.Writer            // debug-level log sink; default the test log at warn
+	isolation  []messages.Isolation // Config.Isolation; default none
 }
 
 func startWorker(t testing.TB, b *brokertest.Broker, name string, o workerOpts) *worker.Worker {
@@ -75,12 +76,15 @@ func startWorker(t testing.TB, b *brokertest.Broker, name string, o workerOpts) 
 	if o.logTo != nil {
 		logger = zerolog.New(o.logTo).Level(zerolog.DebugLevel)
 	}
+	if o.isolation == nil {
+		o.isolation = []messages.Isolation{messages.IsolationNone}
+	}
 	w, err := worker.New(nc, worker.Config{
 		HostID:       name,
 		Capacity:     max(o.capacity, 1),
 		Runner:       o.runner,
 		ExecProfiles: o.profiles,
-		Isolation:    []messages.Isolation{messages.IsolationNone},
+		Isolation:    o.isolation,
 		Consumer:     broker.ConsumerConfig{AckWait: max(o.ackWait, 3*time.Second), MaxDeliver: o.maxDeliver},
 		PullWait:     cmp.Or(o.pullWait, 500*time.Millisecond),
 		RetryBase:    50 * time.Millisecond,

@@ -13,8 +13,13 @@
 //
 // Main reads one Config and runs its phases in order (see Config); a warm
 // sandbox (Config.Prepare) stops after building its view, reports
-// StatusReady and reads a second Config, the task. Just before execve it
-// writes StatusExec.
+// StatusReady and reads a second Config, the task. Its last step
+// (exec.go) makes raw system calls only, with the garbage collector off:
+// the rlimits (RLIMIT_AS last, so no limit ever binds the init's own
+// memory), StatusExec, execve. A task whose program cannot be executed
+// (not found, not executable, E2BIG) gets a StatusExecFailed record after
+// StatusExec and the init exits 127 or 126, as a shell: the task's
+// failure, not a setup failure.
 //
 // # Failure handling
 //

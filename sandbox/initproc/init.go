@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -31,8 +32,9 @@ const ExitSetup = 125
 // view is built; a failure report replaces it when that setup failed.
 const StatusReady = 'r'
 
-// StatusExec is written just before execve; a failure report may follow
-// it (exec itself failed). EOF without it means the init died during setup.
+// StatusExec is written just before execve; a StatusExecFailed record may
+// follow it (the task's program could not be executed). EOF without it
+// means the init died during setup.
 const StatusExec = 'x'
 
 // Config is everything the init needs. Phases run in this order, each
@@ -42,16 +44,19 @@ const StatusExec = 'x'
 //  2. NS: mount/uts/net setup and pivot_root (namespace mode only);
 //     with Prepare, report StatusReady and read the task (a second Config)
 //  3. chdir Dir
-//  4. rlimits (RLIMIT_CORE is always 0)
-//  5. no_new_privs (always)
-//  6. drop bounding/ambient capabilities when held
-//  7. Landlock (when set), the last restriction before the uid drop
-//  8. Cred: setgroups([]), setresgid, setresuid (Landlock-only mode; in
+//  4. no_new_privs (always)
+//  5. drop bounding/ambient capabilities when held
+//  6. Landlock (when set), the last restriction before the uid drop
+//  7. Cred: setgroups([]), setresgid, setresuid (Landlock-only mode; in
 //     namespace mode the ids are set by the kernel/Go at clone time)
-//  9. clear all capability sets
-//  10. re-arm the parent-death signal on this thread and check the worker
-//     is alive; mark every fd above stdio close-on-exec, report "exec",
-//     execve
+//  8. clear all capability sets
+//  9. re-arm the parent-death signal on this thread and check the worker
+//     is alive; resolve the command on the PATH; mark every fd above
+//     stdio close-on-exec
+//  10. with raw system calls only (exec.go): the rlimits (RLIMIT_CORE is
+//     always 0; RLIMIT_AS last), report "exec", execve. A failed execve,
+//     or a command not found in phase 9, is reported as StatusExecFailed
+//     after StatusExec: the task's failure, not the sandbox's.
 //
 // The struct is the wire format between worker and init: keep it stable.
 type Config struct {
@@ -126,13 +131,47 @@ func Main() {
 	// Per-thread state (no_new_privs, capabilities, Landlock, seccomp) must
 	// be set on the thread that calls execve.
 	runtime.LockOSThread()
-	status := os.NewFile(StatusFD, "status")
 	err := run()
-	report(status, err)
+	report(rawFD(StatusFD), err)
 	os.Exit(ExitSetup)
 }
 
-func report(status *os.File, err error) {
+// rawFD reads and writes an inherited descriptor without an *os.File,
+// whose finalizer would close it at the next garbage collection (the
+// last step runs one: exec.go) while the init still needs it.
+type rawFD int
+
+func (fd rawFD) Read(p []byte) (int, error) {
+	for {
+		n, err := unix.Read(int(fd), p)
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err != nil:
+			return 0, err
+		case n == 0 && len(p) > 0:
+			return 0, io.EOF
+		}
+		return n, nil
+	}
+}
+
+func (fd rawFD) Write(p []byte) (int, error) {
+	written := 0
+	for written < len(p) {
+		n, err := unix.Write(int(fd), p[written:])
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return written, err
+		}
+		written += n
+	}
+	return written, nil
+}
+
+func report(status io.Writer, err error) {
 	f := Failure{Step: "init", Msg: err.Error()}
 	var se *stepError
 	if errors.As(err, &se) {
@@ -148,7 +187,7 @@ func report(status *os.File, err error) {
 
 func run() error {
 	var cfg Config
-	conf := json.NewDecoder(os.NewFile(ConfigFD, "config"))
+	conf := json.NewDecoder(rawFD(ConfigFD))
 	if err := conf.Decode(&cfg); err != nil {
 		return fail("read config", "", err)
 	}
@@ -173,8 +212,7 @@ func run() error {
 				return err
 			}
 		}
-		status := os.NewFile(StatusFD, "status")
-		if _, err := status.Write([]byte{StatusReady}); err != nil {
+		if _, err := rawFD(StatusFD).Write([]byte{StatusReady}); err != nil {
 			return fail("report ready", "", err)
 		}
 		var task Config
@@ -190,9 +228,6 @@ func run() error {
 		if err := unix.Chdir(cfg.Dir); err != nil {
 			return fail("chdir", cfg.Dir, err)
 		}
-	}
-	if err := setRlimits(cfg.Rlimits); err != nil {
-		return err
 	}
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return fail("no_new_privs", "", err)
@@ -224,46 +259,24 @@ func run() error {
 	if err := armParentDeath(); err != nil {
 		return err
 	}
-	path := prunePath(cfg.Path)
-	argv0, err := lookPath(cfg.Argv[0], path)
-	if strings.Contains(cfg.Argv[0], "/") {
-		argv0, err = cfg.Argv[0], nil
-	}
+	plan, errno, err := planExec(&cfg, cfg.Rlimits)
 	if err != nil {
-		return fail("find command", cfg.Argv[0], err)
+		return err
 	}
-	env := append(cfg.Env, "PATH="+path)
 	// Every descriptor but stdio closes at exec: the config pipe, the
 	// status pipe, and whatever the Go runtime opened.
 	if err := unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
 		return fail("close fds", "", err)
 	}
-	status := os.NewFile(StatusFD, "status")
-	if _, err := status.Write([]byte{StatusExec}); err != nil {
-		return fail("report exec", "", err)
+	if errno != 0 {
+		reportNotRun(errno) // never returns
 	}
-	err = syscall.Exec(argv0, cfg.Argv, env)
-	return fail("exec", argv0, err)
-}
-
-func setRlimits(ls []Rlimit) error {
-	ls = append(ls, Rlimit{Resource: unix.RLIMIT_CORE})
-	for _, l := range ls {
-		var cur syscall.Rlimit
-		if err := syscall.Getrlimit(l.Resource, &cur); err != nil {
-			return fail("rlimit", rlimitName(l.Resource), err)
-		}
-		want := syscall.Rlimit{Cur: min(l.Cur, cur.Max), Max: min(l.Max, cur.Max)}
-		// syscall.Setrlimit (not a raw prlimit) so Go does not restore its
-		// saved NOFILE at exec.
-		if err := syscall.Setrlimit(l.Resource, &want); err != nil {
-			return fail("rlimit", rlimitName(l.Resource), err)
-		}
-	}
+	plan.execTask() // never returns
 	return nil
 }
 
-func rlimitName(r int) string {
+// RlimitName names an rlimit resource, e.g. "RLIMIT_AS".
+func RlimitName(r int) string {
 	switch r {
 	case unix.RLIMIT_AS:
 		return "RLIMIT_AS"
@@ -368,14 +381,4 @@ func prunePath(path string) string {
 		}
 	}
 	return strings.Join(keep, ":")
-}
-
-func lookPath(name, path string) (string, error) {
-	for _, d := range filepath.SplitList(path) {
-		p := filepath.Join(d, name)
-		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
-			return p, nil
-		}
-	}
-	return "", fmt.Errorf("%q not found in %s: executable file not found", name, path)
 }
