@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -41,7 +42,10 @@ func (c StreamConfig) withDefaults() StreamConfig {
 }
 
 // Setup creates or updates every stream and bucket Warren uses. It is
-// idempotent: every process calls it at start.
+// idempotent: every process calls it at start. A stream or bucket that
+// already has the wanted configuration is left alone, so a role that may
+// only read stream info (workers, under auth) can call it on a broker the
+// admin has set up.
 func Setup(ctx context.Context, js jetstream.JetStream, c StreamConfig) error {
 	c = c.withDefaults()
 	streams := []jetstream.StreamConfig{
@@ -82,6 +86,9 @@ func Setup(ctx context.Context, js jetstream.JetStream, c StreamConfig) error {
 		},
 	}
 	for _, sc := range streams {
+		if streamUpToDate(ctx, js, sc.Name, sc) {
+			continue
+		}
 		if _, err := js.CreateOrUpdateStream(ctx, sc); err != nil {
 			return fmt.Errorf("broker: set up stream %s: %w", sc.Name, err)
 		}
@@ -92,6 +99,14 @@ func Setup(ctx context.Context, js jetstream.JetStream, c StreamConfig) error {
 		{Bucket: messages.BucketBatches, Description: "Warren batch manifests: task counts per attempt", TTL: c.TaskMaxAge, History: 1, Storage: c.Storage, Replicas: c.Replicas},
 	}
 	for _, kc := range buckets {
+		want := jetstream.StreamConfig{
+			Description: kc.Description, MaxAge: kc.TTL, MaxMsgsPerSubject: int64(kc.History),
+			Discard: jetstream.DiscardNew, AllowDirect: true,
+			Storage: kc.Storage, Replicas: kc.Replicas,
+		}
+		if streamUpToDate(ctx, js, "KV_"+kc.Bucket, want) {
+			continue
+		}
 		if _, err := js.CreateOrUpdateKeyValue(ctx, kc); err != nil {
 			return fmt.Errorf("broker: set up bucket %s: %w", kc.Bucket, err)
 		}
@@ -141,4 +156,23 @@ func EnsureConsumer(ctx context.Context, js jetstream.JetStream, pool, profile s
 		return nil, fmt.Errorf("broker: set up consumer %s: %w", name, err)
 	}
 	return cons, nil
+}
+
+// streamUpToDate reports whether stream name exists with every field want
+// sets (zero fields are the server's to choose).
+func streamUpToDate(ctx context.Context, js jetstream.JetStream, name string, want jetstream.StreamConfig) bool {
+	s, err := js.Stream(ctx, name)
+	if err != nil {
+		return false
+	}
+	have := s.CachedInfo().Config
+	set := func(w, h any, zero bool) bool { return zero || w == h }
+	return have.Description == want.Description &&
+		(want.Subjects == nil || slices.Equal(have.Subjects, want.Subjects)) &&
+		have.Retention == want.Retention && have.MaxAge == want.MaxAge &&
+		have.Storage == want.Storage && have.Replicas == want.Replicas &&
+		set(want.Duplicates, have.Duplicates, want.Duplicates == 0) &&
+		set(want.MaxMsgsPerSubject, have.MaxMsgsPerSubject, want.MaxMsgsPerSubject == 0) &&
+		have.Discard == want.Discard && have.DiscardNewPerSubject == want.DiscardNewPerSubject &&
+		have.AllowDirect == want.AllowDirect
 }
