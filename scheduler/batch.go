@@ -25,6 +25,10 @@ type BatchOptions struct {
 	Batch string
 	// MaxErrors caps the problems listed in a *BatchError. Defaults to 20.
 	MaxErrors int
+	// Tenant, on an authenticated broker, qualifies the batch id as
+	// "<tenant>.<batch>" (messages.QualifyBatch): the server accepts a
+	// tenant's tasks only under its own name. Defaults to "" (no tenant).
+	Tenant string
 }
 
 // Batch is a validated set of tasks, ready to publish as attempt 1.
@@ -108,6 +112,7 @@ func newBatch(tasks []messages.Task, lines []int, prior []*LineError, opts Batch
 	if batch == "" {
 		batch = "b-" + digest[:16]
 	}
+	batch = messages.QualifyBatch(opts.Tenant, batch)
 	if err := checkBatchID(batch); err != nil {
 		// Report a bad batch id once, where it was set, not on every task.
 		if batchLine == 0 {

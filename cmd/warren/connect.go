@@ -20,6 +20,7 @@ var localURL = fmt.Sprintf("nats://127.0.0.1:%d", broker.DefaultPort)
 // session is a client command's connection to the broker, wherever it is.
 type session struct {
 	NC       *nats.Conn
+	Creds    *broker.Creds // nil without --creds
 	JS       jetstream.JetStream
 	Embedded bool // an embedded broker was started for this command
 	closers  []func()
@@ -44,6 +45,9 @@ func (g *globals) open(ctx context.Context, name string, needWorker bool) (*sess
 	}
 	if url != "" {
 		return g.dial(ctx, url, name)
+	}
+	if g.Creds != "" {
+		return nil, fmt.Errorf("--creds is for an authenticated broker, and none is reachable at %s: pass --nats (or WARREN_NATS_URL)", localURL)
 	}
 	s := &session{}
 	{
@@ -79,11 +83,15 @@ func (g *globals) open(ctx context.Context, name string, needWorker bool) (*sess
 
 // dial connects to the broker at url.
 func (g *globals) dial(ctx context.Context, url, name string) (*session, error) {
-	nc, err := broker.Connect(ctx, url, name)
+	opts, creds, err := g.clientAuth()
 	if err != nil {
 		return nil, err
 	}
-	s := &session{NC: nc, closers: []func(){nc.Close}}
+	nc, err := broker.Connect(ctx, url, name, opts...)
+	if err != nil {
+		return nil, err
+	}
+	s := &session{NC: nc, Creds: creds, closers: []func(){nc.Close}}
 	if err := s.init(ctx); err != nil {
 		s.Close()
 		return nil, err
@@ -92,6 +100,13 @@ func (g *globals) dial(ctx context.Context, url, name string) (*session, error) 
 }
 
 func (s *session) init(ctx context.Context) error {
+	if s.tenant() != "" {
+		// A tenant reaches the fleet's streams through its account's
+		// imports; setting them up is the admin's job.
+		js, err := jetstream.NewWithAPIPrefix(s.NC, broker.TenantAPIPrefix)
+		s.JS = js
+		return err
+	}
 	js, err := jetstream.New(s.NC)
 	if err != nil {
 		return err

@@ -14,6 +14,7 @@ import (
 	"github.com/alecthomas/kong"
 	"github.com/mattn/go-isatty"
 	"github.com/rs/zerolog"
+	"github.com/warrenhq/warren/broker"
 	"github.com/warrenhq/warren/sandbox"
 )
 
@@ -67,6 +68,10 @@ type globals struct {
 	NATS     string `name:"nats" env:"WARREN_NATS_URL" help:"NATS URL of the broker (e.g. nats://host:4222). Without it, a local broker on 127.0.0.1:4222 is used if one runs, else an embedded one in --data-dir."`
 	DataDir  string `name:"data-dir" env:"WARREN_DATA_DIR" help:"Directory for the embedded broker's store." default:"${default_data_dir}"`
 	LogLevel string `name:"log-level" env:"WARREN_LOG_LEVEL" help:"debug, info, warn or error." default:"info" enum:"debug,info,warn,error"`
+	Creds    string `name:"creds" env:"WARREN_CREDS" help:"Credentials file from 'warren auth' (admin.creds, worker.creds, TENANT.creds) for an authenticated broker." type:"path"`
+	TLSCA    string `name:"tls-ca" env:"WARREN_TLS_CA" help:"PEM file of the CA the broker's TLS certificate must chain to (e.g. AUTH_DIR/tls/ca.pem); the connection then requires TLS." type:"path"`
+
+	creds *broker.Creds // loaded from Creds on first use
 }
 
 // cli is the command tree.
@@ -87,6 +92,8 @@ type cli struct {
 
 	Sandbox sandboxCmd `cmd:"" help:"Run one command in a sandbox, like bwrap."`
 	Doctor  doctorCmd  `cmd:"" help:"Launch a probe sandbox and report what isolation this host supports, and how to fix what is missing."`
+
+	Auth authCmd `cmd:"" help:"Keys, credentials and the broker's auth configuration: init, add-submitter, ls, revoke."`
 }
 
 func run(ctx, hard context.Context, args []string, io stdio) error {

@@ -33,7 +33,7 @@ func (c *replayCmd) Run(g *globals) error {
 	}
 	defer s.Close()
 	rep, err := client.Replay(g.Ctx, scheduler.ReplayOptions{
-		Batch: c.Batch, FromSeq: c.FromSeq, ToSeq: c.ToSeq, Since: since, Until: until,
+		Batch: g.qualify(c.Batch), FromSeq: c.FromSeq, ToSeq: c.ToSeq, Since: since, Until: until,
 	})
 	if err != nil {
 		return err

@@ -27,11 +27,11 @@ func (c *resultsCmd) Run(g *globals) error {
 		return err
 	}
 	defer s.Close()
-	return collectResults(g, client, scheduler.CollectOptions{Batch: c.Batch, Attempt: c.Attempt, NoWait: c.NoWait}, c.Out)
+	return collectResults(g, client, scheduler.CollectOptions{Batch: g.qualify(c.Batch), Attempt: c.Attempt, NoWait: c.NoWait}, c.Out)
 }
 
 func newSchedulerClient(g *globals, s *session) (*scheduler.Client, error) {
-	return scheduler.New(s.NC, scheduler.Config{Logger: g.Log})
+	return scheduler.New(s.NC, scheduler.Config{Logger: g.Log, APIPrefix: s.apiPrefix(), Tenant: s.tenant()})
 }
 
 // client opens a session (see open) and a scheduler client on it.

@@ -26,7 +26,7 @@ func (c *submitCmd) Run(g *globals) error {
 		in = f
 	}
 	// Every line is checked before anything is published or even connected.
-	b, err := scheduler.ReadBatch(in, scheduler.BatchOptions{Batch: c.Batch})
+	b, err := scheduler.ReadBatch(in, scheduler.BatchOptions{Batch: c.Batch, Tenant: g.tenant()})
 	if err != nil {
 		return err
 	}
