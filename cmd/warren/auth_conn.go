@@ -17,20 +17,26 @@ func (g *globals) clientAuth() ([]nats.Option, *broker.Creds, error) {
 	return opts, creds, nil
 }
 
-// tenant is the tenant --creds names, "" for none (or unreadable creds:
-// connecting reports why).
-func (g *globals) tenant() string {
+// loadCreds reads --creds once; nil without it.
+func (g *globals) loadCreds() (*broker.Creds, error) {
 	if g.creds == nil && g.Creds != "" {
 		c, err := broker.LoadCreds(g.Creds)
 		if err != nil {
-			return ""
+			return nil, err
 		}
 		g.creds = c
 	}
-	if g.creds == nil {
+	return g.creds, nil
+}
+
+// tenant is the tenant --creds names, "" for none (or unreadable creds:
+// connecting reports why).
+func (g *globals) tenant() string {
+	c, err := g.loadCreds()
+	if err != nil || c == nil {
 		return ""
 	}
-	return g.creds.Tenant
+	return c.Tenant
 }
 
 // qualify names a batch the user typed as the tenant's: `warren results

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/warrenhq/warren/broker"
 	"github.com/warrenhq/warren/messages"
 	"github.com/warrenhq/warren/sandbox"
 	"github.com/warrenhq/warren/verify"
@@ -145,6 +146,11 @@ func (c *workerCmd) Run(g *globals) error {
 	url := g.NATS
 	if url == "" {
 		url = localURL
+	}
+	if c, err := g.loadCreds(); err != nil {
+		return err
+	} else if c != nil && c.Role != broker.RoleWorker && c.Role != broker.RoleAdmin {
+		return fmt.Errorf("--creds %s are %s credentials; a worker needs a worker's (AUTH_DIR/%s)", g.Creds, c.Role, broker.WorkerCreds)
 	}
 	sess, err := g.dial(g.Ctx, url, "warren-worker")
 	if err != nil {
