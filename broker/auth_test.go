@@ -25,7 +25,7 @@ type authFleet struct {
 	url string
 }
 
-func startAuthFleet(t *testing.T) *authFleet {
+func startAuthFleet(t testing.TB) *authFleet {
 	t.Helper()
 	d, err := broker.InitAuthDir(t.TempDir(), broker.InitOptions{TLS: true})
 	require.NoError(t, err)
@@ -55,7 +55,7 @@ type client struct {
 	errs chan error
 }
 
-func (f *authFleet) as(t *testing.T, credsFile string) *client {
+func (f *authFleet) as(t testing.TB, credsFile string) *client {
 	t.Helper()
 	c, err := f.dial(credsFile, f.dir.State.TLS.CA)
 	require.NoError(t, err)
