@@ -77,7 +77,7 @@ func TestReadBatchRefusesWithLineNumbers(t *testing.T) {
 		{"later attempt", `{"kind":"exec","argv":["x"],"attempt":2}`, "", messages.ErrInvalidField},
 		{"duplicate id", `{"id":"1","kind":"exec","argv":["x"]}`, "", messages.ErrContradictory},
 		{"other batch than flag", `{"batch":"other","kind":"exec","argv":["x"]}`, "flagged", messages.ErrContradictory},
-		{"bad batch id", `{"batch":"a.b","kind":"exec","argv":["x"]}`, "", messages.ErrInvalidField},
+		{"bad batch id", `{"batch":"a.b.c","kind":"exec","argv":["x"]}`, "", messages.ErrInvalidField},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
