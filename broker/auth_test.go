@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/warrenhq/warren/broker"
 	"github.com/warrenhq/warren/messages"
+	"github.com/warrenhq/warren/scheduler"
 )
 
 // authFleet is a broker enforcing an auth directory with tenants alice
@@ -222,6 +223,14 @@ func TestAuthTenantsCannotTouchEachOther(t *testing.T) {
 	t.Run("publish a result", func(t *testing.T) {
 		require.NoError(t, bob.nc.Publish(messages.ResultSubject("bob.b1", 1, "t1"), []byte(`{}`)))
 		bob.refused(t, "warren.results.bob.b1.1.t1")
+	})
+	t.Run("a tenant reads the host registry", func(t *testing.T) {
+		sc, err := scheduler.New(alice.nc, scheduler.Config{APIPrefix: broker.TenantAPIPrefix, Tenant: "alice"})
+		require.NoError(t, err)
+		hs, err := sc.Hosts(ctx10(t))
+		require.NoError(t, err)
+		require.Len(t, hs, 1)
+		require.Equal(t, "h1", hs[0].ID)
 	})
 	t.Run("write the host registry", func(t *testing.T) {
 		require.NoError(t, bob.nc.Publish("$WJS.API.$KV."+messages.BucketHosts+".h1", []byte(`{}`)))

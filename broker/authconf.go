@@ -54,7 +54,25 @@ var tenantExports = []tenantExport{
 	{subject: jsAPI + ".STREAM.INFO.KV_" + messages.BucketCancel, noToken: true},
 	// Its live events.
 	{subject: messages.SubjectEventsPrefix + ".%s.>", local: true, stream: true},
+	// The host registry, read by every tenant: a watcher (an ordered push
+	// consumer delivering to the tenant's inbox, answered with flow
+	// control) and direct gets.
+	{subject: jsAPI + ".STREAM.INFO.KV_" + messages.BucketHosts, noToken: true},
+	{subject: jsAPI + ".CONSUMER.CREATE.KV_" + messages.BucketHosts + ".>", noToken: true},
+	{subject: jsAPI + ".CONSUMER.DELETE.KV_" + messages.BucketHosts + ".*", noToken: true},
+	{subject: jsAPI + ".DIRECT.GET.KV_" + messages.BucketHosts + ".>", noToken: true},
+	{subject: "$JS.FC.KV_" + messages.BucketHosts + ".>", local: true, noToken: true},
+	// Its inbox, for what the fleet delivers to it (the watcher above).
+	{subject: TenantInboxRoot + ".%s.>", local: true, stream: true},
 }
+
+// TenantInboxRoot is the root of a tenant's inbox prefix, TenantInboxRoot +
+// "." + tenant: push deliveries made in the fleet account reach the tenant
+// through a stream export of its own inbox subjects.
+const TenantInboxRoot = "_WINBOX"
+
+// TenantInbox is the inbox prefix of tenant's connections.
+func TenantInbox(tenant string) string { return TenantInboxRoot + "." + tenant }
 
 // tokenPosition is the 1-based position of the tenant token.
 func (e tenantExport) tokenPosition() int {
@@ -181,7 +199,7 @@ func writeTenantAccount(b *strings.Builder, p Principal) {
 			pub = append(pub, e.tenantSubject(t))
 		}
 	}
-	sub := []string{"_INBOX.>", messages.SubjectEventsPrefix + "." + t + ".>"}
+	sub := []string{TenantInbox(t) + ".>", messages.SubjectEventsPrefix + "." + t + ".>"}
 	fmt.Fprintf(b, "  %s {\n    users: [\n", strconv.Quote(t))
 	fmt.Fprintf(b, "      { nkey: %s, permissions: { publish: { allow: %s }, subscribe: { allow: %s } } } # submitter %q\n",
 		strconv.Quote(p.PublicKey), confList(pub), confList(sub), p.Name)

@@ -99,6 +99,9 @@ func (a ClientAuth) Options() ([]nats.Option, *Creds, error) {
 			return nil, nil, fmt.Errorf("--creds %s: %w", a.CredsFile, err)
 		}
 		opts, creds = append(opts, opt), c
+		if c.Role == RoleSubmitter {
+			opts = append(opts, nats.CustomInboxPrefix(TenantInbox(c.Tenant)))
+		}
 	}
 	if a.TLSCA != "" {
 		pool, err := loadCAPool(a.TLSCA)

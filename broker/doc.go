@@ -44,5 +44,5 @@
 //
 // See docs/security.md, "The bus": workers are trusted by the tenants they
 // serve, pulls are not confined per pool, tenants see stream metadata and
-// cannot read WARREN_TASKS or the host registry.
+// cannot read WARREN_TASKS.
 package broker

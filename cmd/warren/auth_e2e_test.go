@@ -147,6 +147,10 @@ func TestE2EAuthFleet(t *testing.T) {
 	_, stderr, code = runCmd(t, a.as(ctx, "alice.creds", "cancel", id))
 	require.Equal(t, 0, code, stderr)
 
+	out, stderr, code = runCmd(t, a.as(ctx, "alice.creds", "hosts"))
+	require.Equal(t, 0, code, stderr)
+	require.Contains(t, out, "auth-e2e", "a tenant reads the host registry")
+
 	// Bob cannot read alice's batch: his name for it is his own.
 	_, stderr, code = runCmd(t, a.as(ctx, "bob.creds", "results", id, "--no-wait"))
 	require.NotEqual(t, 0, code, "bob read alice's results: %s", stderr)
@@ -160,6 +164,36 @@ func TestE2EAuthFleet(t *testing.T) {
 	c := a.plain(ctx, "results", id, "--no-wait", "--nats", a.url, "--tls-ca", a.ca)
 	_, stderr, code = runCmd(t, c)
 	require.NotEqual(t, 0, code)
+	require.Contains(t, stderr, "Authorization Violation")
+}
+
+// TestE2EAuthUp: `warren up --auth-dir` enforces the directory for its
+// in-process worker and for clients.
+func TestE2EAuthUp(t *testing.T) {
+	a := &authE2E{dir: t.TempDir(), e: &e2e{dataDir: t.TempDir()}}
+	require.NoError(t, run(context.Background(), context.Background(), []string{"auth", "init", "--dir", a.dir}, stdio{Out: &bytes.Buffer{}, Err: &bytes.Buffer{}}))
+	require.NoError(t, run(context.Background(), context.Background(), []string{"auth", "add-submitter", "carol", "--dir", a.dir}, stdio{Out: &bytes.Buffer{}, Err: &bytes.Buffer{}}))
+	port := freeTCPPort(t)
+	a.url = fmt.Sprintf("nats://127.0.0.1:%d", port)
+	upErr := background(t, a.plain(context.Background(), "up", "--listen", fmt.Sprintf("127.0.0.1:%d", port), "--auth-dir", a.dir,
+		"--isolation", "none", "--insecure-no-isolation", "--scratch-root", t.TempDir(), "--capacity", "1"))
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	env := []string{"WARREN_NATS_URL=" + a.url, "WARREN_CREDS=" + filepath.Join(a.dir, "carol.creds")}
+	require.Eventually(t, func() bool {
+		c := a.plain(ctx, "hosts")
+		c.Env = append(c.Env, env...)
+		out, _, code := runCmd(t, c)
+		return code == 0 && strings.Contains(out, "default")
+	}, time.Minute, 100*time.Millisecond, "up did not register its worker: %s", upErr)
+	c := a.plain(ctx, "exec", "--", "echo", "hi")
+	c.Env = append(c.Env, env...)
+	out, stderr, code := runCmd(t, c)
+	require.Equal(t, 0, code, stderr)
+	require.Equal(t, "hi\n", out)
+	c = a.plain(ctx, "exec", "--nats", a.url, "--", "echo", "hi")
+	_, stderr, code = runCmd(t, c)
+	require.NotEqual(t, 0, code, "no creds")
 	require.Contains(t, stderr, "Authorization Violation")
 }
 
