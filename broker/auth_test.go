@@ -321,3 +321,28 @@ func TestAuthRevokeDisconnectsAndRefuses(t *testing.T) {
 	require.NoError(t, json.Unmarshal(data, &st))
 	require.True(t, st.Principals[2].Revoked())
 }
+
+// TestTLSFromFiles: Config.TLS serves a user-supplied certificate; a client
+// that trusts its CA connects, one that trusts another CA is refused.
+func TestTLSFromFiles(t *testing.T) {
+	files, err := broker.MakeTestCA(t.TempDir(), nil)
+	require.NoError(t, err)
+	srv, err := broker.NewServer(broker.Config{DataDir: t.TempDir(), Port: -1, TLS: broker.TLSFiles{Cert: files.Cert, Key: files.Key}})
+	require.NoError(t, err)
+	require.NoError(t, srv.Start(ctx10(t)))
+	t.Cleanup(srv.Stop)
+	opts, _, err := broker.ClientAuth{TLSCA: files.CA}.Options()
+	require.NoError(t, err)
+	nc, err := broker.Connect(ctx10(t), srv.ClientURL(), "tls", opts...)
+	require.NoError(t, err, "control: the server's CA")
+	require.True(t, nc.TLSRequired())
+	nc.Close()
+	other, err := broker.MakeTestCA(t.TempDir(), nil)
+	require.NoError(t, err)
+	opts, _, err = broker.ClientAuth{TLSCA: other.CA}.Options()
+	require.NoError(t, err)
+	_, err = broker.Connect(ctx10(t), srv.ClientURL(), "tls", append(opts, nats.MaxReconnects(0))...)
+	require.ErrorContains(t, err, "x509")
+	_, err = broker.NewServer(broker.Config{DataDir: t.TempDir(), TLS: broker.TLSFiles{Cert: files.Cert}})
+	require.ErrorContains(t, err, "--tls-key")
+}

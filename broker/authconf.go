@@ -123,6 +123,9 @@ func workerPermissions(pool string) (pub, sub []string) {
 		messages.SubjectEventsPrefix + ".>",
 		messages.SubjectDLQPrefix + ".>",
 		"_INBOX.>",
+		// Events to a tenant's inbox (a task's reply), which reach it
+		// through the export of its inbox subjects.
+		TenantInboxRoot + ".>",
 		"$KV." + messages.BucketHosts + ".>",
 		// The cancel watcher: an ordered push consumer on the bucket.
 		jsAPI + ".CONSUMER.CREATE.KV_" + messages.BucketCancel + ".>",

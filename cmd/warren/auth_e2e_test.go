@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 	"github.com/warrenhq/warren/broker"
@@ -61,22 +62,9 @@ func startAuthE2E(t *testing.T) *authE2E {
 	port := freeTCPPort(t)
 	a.url = fmt.Sprintf("tls://127.0.0.1:%d", port)
 	brokerErr := background(t, a.plain(context.Background(), "broker", "--listen", fmt.Sprintf("127.0.0.1:%d", port), "--auth-dir", a.dir))
-	require.Eventually(t, func() bool {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		opts, _, err := broker.ClientAuth{CredsFile: filepath.Join(a.dir, broker.AdminCreds), TLSCA: a.ca}.Options()
-		require.NoError(t, err)
-		nc, err := broker.Connect(ctx, a.url, "probe", opts...)
-		if err != nil {
-			return false
-		}
-		defer nc.Close()
-		// Ready once the broker has set up its streams and buckets.
-		js, err := jetstream.New(nc)
-		require.NoError(t, err)
-		_, err = js.KeyValue(ctx, messages.BucketBatches)
-		return err == nil
-	}, 30*time.Second, 50*time.Millisecond, "broker did not start: %s", brokerErr)
+	opts, _, err := broker.ClientAuth{CredsFile: filepath.Join(a.dir, broker.AdminCreds), TLSCA: a.ca}.Options()
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return streamsReady(context.Background(), a.url, opts...) }, 30*time.Second, 50*time.Millisecond, "broker did not start: %s", brokerErr)
 	return a
 }
 
@@ -214,6 +202,12 @@ func TestE2EBrokerRefusesToListenBeyondLoopbackWithoutAuth(t *testing.T) {
 	_, stderr, code := runCmd(t, a.plain(ctx, "broker", "--listen", addr, "--auth-dir", d))
 	require.NotEqual(t, 0, code, "auth without TLS beyond loopback")
 	require.Contains(t, stderr, "without TLS")
+	// The control: the explicit opt-out starts it.
+	errb := background(t, a.plain(context.Background(), "broker", "--listen", addr, "--insecure-no-auth"))
+	_, port, err := net.SplitHostPort(addr)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return streamsReady(ctx, "nats://127.0.0.1:"+port) }, 30*time.Second, 50*time.Millisecond,
+		"--insecure-no-auth did not start: %s", errb)
 }
 
 // envWithout is the environment minus variables starting with prefix.
@@ -225,4 +219,22 @@ func envWithout(prefix string) []string {
 		}
 	}
 	return env
+}
+
+// streamsReady reports whether the broker at url has set up its streams
+// and buckets (the last one made is the host registry).
+func streamsReady(ctx context.Context, url string, opts ...nats.Option) bool {
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	nc, err := broker.Connect(ctx, url, "probe", opts...)
+	if err != nil {
+		return false
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return false
+	}
+	_, err = js.KeyValue(ctx, messages.BucketHosts)
+	return err == nil
 }
