@@ -282,12 +282,14 @@ func TestAuthConnectionRefusals(t *testing.T) {
 	_, err := f.dial("", f.dir.State.TLS.CA)
 	require.Error(t, err)
 	require.ErrorContains(t, err, "Authorization Violation", "no creds: the server refuses the connection")
+	require.ErrorContains(t, err, "pass --creds")
 
 	other, err := broker.MakeTestCA(t.TempDir(), nil)
 	require.NoError(t, err)
 	_, err = f.dial("alice.creds", other.CA)
 	require.Error(t, err)
 	require.ErrorContains(t, err, "x509", "a certificate from another CA is refused")
+	require.ErrorContains(t, err, "pass --tls-ca")
 
 	c, err := f.dial("alice.creds", f.dir.State.TLS.CA)
 	require.NoError(t, err, "control: the right creds and CA connect")

@@ -44,15 +44,31 @@ func LoadCreds(path string) (*Creds, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--creds: %w", err)
 	}
+	c, err := ParseCreds(data)
+	if err != nil {
+		return nil, fmt.Errorf("--creds %s: %w", path, err)
+	}
+	c.Path = path
+	return c, nil
+}
+
+// ParseCreds decodes a creds file's contents. Without a warren-role line
+// the holder is taken for an admin (a plain nkey seed file): the server
+// decides what it may do, the role only chooses the client's API prefix.
+func ParseCreds(data []byte) (*Creds, error) {
 	kp, err := nkeys.ParseDecoratedUserNKey(data)
 	if err != nil {
-		return nil, fmt.Errorf("--creds %s: %w (want a file written by `warren auth`)", path, err)
+		return nil, fmt.Errorf("%w (want a file written by `warren auth`)", err)
 	}
 	kp.Wipe()
-	c := &Creds{Path: path, Role: RoleAdmin}
+	c := &Creds{Role: RoleAdmin}
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	for sc.Scan() {
-		k, v, ok := strings.Cut(strings.TrimPrefix(strings.TrimSpace(sc.Text()), "#"), ":")
+		line := strings.TrimSpace(sc.Text())
+		if !strings.HasPrefix(line, "#") {
+			continue
+		}
+		k, v, ok := strings.Cut(strings.TrimPrefix(line, "#"), ":")
 		if !ok {
 			continue
 		}
@@ -66,10 +82,17 @@ func LoadCreds(path string) (*Creds, error) {
 			c.Pool = v
 		}
 	}
-	if c.Role == RoleSubmitter {
+	switch c.Role {
+	case RoleSubmitter:
 		if err := CheckTenantName(c.Tenant); err != nil {
-			return nil, fmt.Errorf("--creds %s: %w", path, err)
+			return nil, err
 		}
+	case RoleAdmin, RoleWorker:
+		if c.Tenant != "" {
+			return nil, fmt.Errorf("%s credentials name tenant %q: only a submitter has one", c.Role, c.Tenant)
+		}
+	default:
+		return nil, fmt.Errorf("unknown warren-role %q (want admin, worker or submitter)", c.Role)
 	}
 	return c, nil
 }
