@@ -180,6 +180,9 @@ func (d *AuthDir) AddSubmitter(name string) (string, error) {
 		return "", err
 	}
 	if p := d.find(name); p != nil {
+		if p.Revoked() {
+			return "", fmt.Errorf("auth: %q was revoked on %s; a name is never reused (its old creds must stay refused): choose another", name, p.RevokedAt.Format("2006-01-02"))
+		}
 		return "", fmt.Errorf("auth: %q already exists (role %s); revoke it or choose another name", name, p.Role)
 	}
 	path, err := d.addPrincipal(Principal{Name: name, Role: RoleSubmitter}, name+".creds")

@@ -135,6 +135,14 @@ func TestE2EAuthFleet(t *testing.T) {
 	_, stderr, code = runCmd(t, a.as(ctx, "alice.creds", "cancel", id))
 	require.Equal(t, 0, code, stderr)
 
+	// Replay is the admin's: the tenant is told so, the admin does it.
+	_, stderr, code = runCmd(t, a.as(ctx, "alice.creds", "replay", id))
+	require.NotEqual(t, 0, code)
+	require.Contains(t, stderr, "admin creds")
+	out, stderr, code = runCmd(t, a.as(ctx, broker.AdminCreds, "replay", id, "--wait"))
+	require.Equal(t, 0, code, stderr)
+	require.Len(t, parseResults(t, out), 4, "the admin replays a tenant's batch")
+
 	out, stderr, code = runCmd(t, a.as(ctx, "alice.creds", "hosts"))
 	require.Equal(t, 0, code, stderr)
 	require.Contains(t, out, "auth-e2e", "a tenant reads the host registry")

@@ -27,6 +27,10 @@ func (c *replayCmd) Run(g *globals) error {
 	if err != nil {
 		return err
 	}
+	if g.tenant() != "" {
+		// Reading WARREN_TASKS would let a tenant pull the workers' queues.
+		return fmt.Errorf("replay reads the task stream, which a submitter's creds may not: run `warren replay %s` with admin creds (--creds AUTH_DIR/admin.creds)", g.qualify(c.Batch))
+	}
 	s, client, err := g.client("warren-replay", c.Wait)
 	if err != nil {
 		return err
