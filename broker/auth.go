@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nkeys"
+	"github.com/warrenhq/warren/messages"
 )
 
 // Role is what a principal may do on the bus; see docs/security.md.
@@ -135,7 +136,10 @@ func InitAuthDir(dir string, o InitOptions) (*AuthDir, error) {
 		return nil, fmt.Errorf("auth init: %w", err)
 	}
 	if o.Pool == "" {
-		o.Pool = "default"
+		o.Pool = messages.DefaultPool
+	}
+	if !messages.ValidName(o.Pool) {
+		return nil, fmt.Errorf("auth init: pool %q: want 1-64 characters of a-z 0-9 -", o.Pool)
 	}
 	d := &AuthDir{Dir: abs, State: AuthState{V: 1}}
 	if _, err := d.addPrincipal(Principal{Name: "admin", Role: RoleAdmin}, AdminCreds); err != nil {
@@ -188,6 +192,30 @@ func (d *AuthDir) AddSubmitter(name string) (string, error) {
 	path, err := d.addPrincipal(Principal{Name: name, Role: RoleSubmitter}, name+".creds")
 	if err != nil {
 		return "", err
+	}
+	return path, d.Save()
+}
+
+// AddWorker adds worker credentials name for pool (DIR/name.creds) and
+// the pool's curve key if it has none yet.
+func (d *AuthDir) AddWorker(name, pool string) (string, error) {
+	if err := CheckTenantName(name); err != nil {
+		return "", fmt.Errorf("worker name: %w", err)
+	}
+	if !messages.ValidName(pool) {
+		return "", fmt.Errorf("pool %q: want 1-64 characters of a-z 0-9 -", pool)
+	}
+	if p := d.find(name); p != nil {
+		return "", fmt.Errorf("auth: %q already exists (role %s); choose another name", name, p.Role)
+	}
+	path, err := d.addPrincipal(Principal{Name: name, Role: RoleWorker, Pool: pool}, name+".creds")
+	if err != nil {
+		return "", err
+	}
+	if _, ok := d.State.PoolXKeys[pool]; !ok {
+		if err := d.addPoolXKey(pool); err != nil {
+			return "", err
+		}
 	}
 	return path, d.Save()
 }

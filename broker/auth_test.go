@@ -348,3 +348,30 @@ func TestTLSFromFiles(t *testing.T) {
 	_, err = broker.NewServer(broker.Config{DataDir: t.TempDir(), TLS: broker.TLSFiles{Cert: files.Cert}})
 	require.ErrorContains(t, err, "--tls-key")
 }
+
+// TestAuthWorkerConsumersConfinedToItsPool: a worker of pool gpu creates
+// consumers on gpu's tasks and is refused one on the default pool's.
+func TestAuthWorkerConsumersConfinedToItsPool(t *testing.T) {
+	f := startAuthFleet(t)
+	d, err := broker.OpenAuthDir(f.dir.Dir)
+	require.NoError(t, err)
+	_, err = d.AddWorker("gpu-workers", "gpu")
+	require.NoError(t, err)
+	require.NotEmpty(t, d.State.PoolXKeys["gpu"], "a new pool gets its curve key")
+	var gpu *client
+	require.Eventually(t, func() bool { // the broker reloads the directory
+		gpu, err = f.dial("gpu-workers.creds", f.dir.State.TLS.CA)
+		return err == nil
+	}, 10*time.Second, 20*time.Millisecond, "new worker creds not accepted: %v", err)
+	t.Cleanup(gpu.nc.Close)
+	_, err = broker.EnsureConsumer(ctx10(t), gpu.js, "gpu", messages.DefaultProfile, broker.ConsumerConfig{})
+	require.NoError(t, err, "control: its own pool")
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		defer cancel()
+		_, _ = broker.EnsureConsumer(ctx, gpu.js, messages.DefaultPool, "other", broker.ConsumerConfig{})
+	}()
+	gpu.refused(t, "$JS.API.CONSUMER.CREATE.WARREN_TASKS.warren_default_other.warren.tasks.default.other.>")
+	_, err = d.AddWorker("gpu-workers", "gpu")
+	require.ErrorContains(t, err, "already exists")
+}

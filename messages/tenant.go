@@ -52,3 +52,6 @@ func checkBatchID(field, v string) error {
 	}
 	return nil
 }
+
+// ValidName reports whether s may be a pool or profile name.
+func ValidName(s string) bool { return namePattern.MatchString(s) }

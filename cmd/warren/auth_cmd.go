@@ -13,6 +13,7 @@ import (
 type authCmd struct {
 	Init         authInitCmd   `cmd:"" help:"Create keys, admin.creds, worker.creds and server.conf in --dir (and, with --tls, a private CA and server certificate)."`
 	AddSubmitter authAddCmd    `cmd:"" name:"add-submitter" help:"Add a submitter tenant: its own account; writes DIR/NAME.creds."`
+	AddWorker    authWorkerCmd `cmd:"" name:"add-worker" help:"Add worker credentials for a pool; writes DIR/NAME.creds (and the pool's curve key if new)."`
 	Ls           authLsCmd     `cmd:"" help:"List the principals of --dir."`
 	Revoke       authRevokeCmd `cmd:"" help:"Revoke a principal; a broker started with --auth-dir reloads and disconnects it."`
 }
@@ -57,6 +58,25 @@ func (c *authAddCmd) Run(g *globals) error {
 		return err
 	}
 	path, err := d.AddSubmitter(c.Name)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(g.IO.Out, "%s\n", path)
+	return nil
+}
+
+type authWorkerCmd struct {
+	authDirFlag
+	Name string `arg:"" help:"Name of the credentials (file NAME.creds): 1-32 of a-z 0-9 _ -."`
+	Pool string `help:"Pool the workers serve." default:"default"`
+}
+
+func (c *authWorkerCmd) Run(g *globals) error {
+	d, err := broker.OpenAuthDir(c.Dir)
+	if err != nil {
+		return err
+	}
+	path, err := d.AddWorker(c.Name, c.Pool)
 	if err != nil {
 		return err
 	}

@@ -230,7 +230,7 @@ func envWithout(prefix string) []string {
 }
 
 // streamsReady reports whether the broker at url has set up its streams
-// and buckets (the last one made is the host registry).
+// and buckets (broker.Setup makes the manifests bucket last).
 func streamsReady(ctx context.Context, url string, opts ...nats.Option) bool {
 	ctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
@@ -243,6 +243,6 @@ func streamsReady(ctx context.Context, url string, opts ...nats.Option) bool {
 	if err != nil {
 		return false
 	}
-	_, err = js.KeyValue(ctx, messages.BucketHosts)
+	_, err = js.KeyValue(ctx, messages.BucketBatches)
 	return err == nil
 }
