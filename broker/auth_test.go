@@ -375,3 +375,25 @@ func TestAuthWorkerConsumersConfinedToItsPool(t *testing.T) {
 	_, err = d.AddWorker("gpu-workers", "gpu")
 	require.ErrorContains(t, err, "already exists")
 }
+
+// TestAuthConfigRefusesAnotherTenantsImport: the tenant token is checked by
+// the server itself when the configuration loads: an account edited to
+// import another tenant's subjects is refused.
+func TestAuthConfigRefusesAnotherTenantsImport(t *testing.T) {
+	d, err := broker.InitAuthDir(t.TempDir(), broker.InitOptions{})
+	require.NoError(t, err)
+	for _, n := range []string{"alice", "bob"} {
+		_, err := d.AddSubmitter(n)
+		require.NoError(t, err)
+	}
+	conf := broker.ServerConfig(d.State)
+	_, err = server.ProcessConfigFile(d.ServerConf())
+	require.NoError(t, err, "control: the generated file loads")
+	bob := conf[strings.Index(conf, `"bob" {`):]
+	forged := strings.ReplaceAll(bob, `"warren.tasks.*.*.bob.>"`, `"warren.tasks.*.*.alice.>"`)
+	require.NotEqual(t, bob, forged)
+	path := filepath.Join(t.TempDir(), "forged.conf")
+	require.NoError(t, os.WriteFile(path, []byte(strings.Replace(conf, bob, forged, 1)), 0o600))
+	_, err = server.ProcessConfigFile(path)
+	require.ErrorContains(t, err, "service import not authorized")
+}
