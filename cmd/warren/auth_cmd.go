@@ -43,7 +43,11 @@ func (c *authInitCmd) Run(g *globals) error {
 		fmt.Fprintf(w, "  %s  the CA clients verify the broker with (--tls-ca)\n", d.State.TLS.CA)
 	}
 	fmt.Fprintf(w, "  %s  nats-server configuration\n", d.ServerConf())
-	fmt.Fprintf(w, "next: warren broker --auth-dir %s --listen 0.0.0.0:4222; warren auth add-submitter NAME --dir %s\n", c.Dir, c.Dir)
+	if d.State.TLS != nil {
+		fmt.Fprintf(w, "next: warren broker --auth-dir %s --listen 0.0.0.0:4222; warren auth add-submitter NAME --dir %s\n", c.Dir, c.Dir)
+	} else {
+		fmt.Fprintf(w, "next: warren broker --auth-dir %s (loopback; beyond it add --tls-cert/--tls-key, or init with --tls); warren auth add-submitter NAME --dir %s\n", c.Dir, c.Dir)
+	}
 	return nil
 }
 
