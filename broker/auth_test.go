@@ -173,8 +173,10 @@ func TestAuthTenantsCannotTouchEachOther(t *testing.T) {
 	require.NoError(t, err, "the worker stores results")
 	hosts, err := worker.js.KeyValue(ctx10(t), messages.BucketHosts)
 	require.NoError(t, err)
-	_, err = hosts.Put(ctx10(t), "h1", []byte(`{}`))
-	require.NoError(t, err, "the worker writes the host registry")
+	_, err = hosts.Put(ctx10(t), "default.h1", []byte(`{}`))
+	require.NoError(t, err, "the worker writes its pool's host registry entries")
+	go func() { _, _ = hosts.Put(ctx10(t), "gpu.h1", []byte(`{}`)) }()
+	worker.refused(t, "$KV.warren_hosts.gpu.h1")
 
 	t.Run("read another tenant's results", func(t *testing.T) {
 		go func() {
@@ -230,7 +232,7 @@ func TestAuthTenantsCannotTouchEachOther(t *testing.T) {
 		hs, err := sc.Hosts(ctx10(t))
 		require.NoError(t, err)
 		require.Len(t, hs, 1)
-		require.Equal(t, "h1", hs[0].ID)
+		require.Equal(t, "default.h1", hs[0].ID, "an entry without an id is named by its key")
 	})
 	t.Run("write the host registry", func(t *testing.T) {
 		require.NoError(t, bob.nc.Publish("$WJS.API.$KV."+messages.BucketHosts+".h1", []byte(`{}`)))

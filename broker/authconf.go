@@ -126,7 +126,8 @@ func workerPermissions(pool string) (pub, sub []string) {
 		// Events to a tenant's inbox (a task's reply), which reach it
 		// through the export of its inbox subjects.
 		TenantInboxRoot + ".>",
-		"$KV." + messages.BucketHosts + ".>",
+		// Its pool's registry entries (keys "<pool>.<host>").
+		"$KV." + messages.BucketHosts + "." + pool + ".>",
 		// The cancel watcher: an ordered push consumer on the bucket.
 		jsAPI + ".CONSUMER.CREATE.KV_" + messages.BucketCancel + ".>",
 		jsAPI + ".CONSUMER.DELETE.KV_" + messages.BucketCancel + ".*",

@@ -270,7 +270,7 @@ func TestHostRegistryEntry(t *testing.T) {
 	require.NoError(t, err)
 	var info messages.HostInfo
 	require.Eventually(t, func() bool {
-		e, err := kv.Get(context.Background(), "host-a")
+		e, err := kv.Get(context.Background(), "default.host-a")
 		return err == nil && json.Unmarshal(e.Value(), &info) == nil
 	}, 10*time.Second, 20*time.Millisecond)
 	require.Equal(t, 3, info.Capacity)
