@@ -39,8 +39,9 @@ type Config struct {
 	// Defaults to none: no authentication.
 	ConfigFile string
 	// TLS, when Cert and Key are set, serves TLS with these files (over any
-	// TLS in ConfigFile); with CA set, clients must present a certificate
-	// signed by it. Defaults to no TLS.
+	// TLS in ConfigFile). TLS.CA is not used by the server: client
+	// certificates are not asked for (clients authenticate with nkeys).
+	// Defaults to no TLS.
 	TLS TLSFiles
 	// ReloadInterval is how often ConfigFile is checked for changes.
 	// Defaults to 1s.

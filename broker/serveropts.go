@@ -28,15 +28,12 @@ func (s *Server) options() (*server.Options, error) {
 	opts.MaxPayload = s.cfg.MaxPayload
 	opts.NoSigs, opts.NoLog = true, true
 	if s.cfg.TLS.Cert != "" {
-		tc, err := server.GenTLSConfig(&server.TLSConfigOpts{
-			CertFile: s.cfg.TLS.Cert, KeyFile: s.cfg.TLS.Key, CaFile: s.cfg.TLS.CA,
-			Verify: s.cfg.TLS.CA != "", Timeout: 5,
-		})
+		tc, err := server.GenTLSConfig(&server.TLSConfigOpts{CertFile: s.cfg.TLS.Cert, KeyFile: s.cfg.TLS.Key, Timeout: 5})
 		if err != nil {
 			return nil, fmt.Errorf("broker: TLS: %w", err)
 		}
 		tc.MinVersion = tls.VersionTLS12
-		opts.TLSConfig, opts.TLSVerify, opts.TLSTimeout = tc, s.cfg.TLS.CA != "", 5
+		opts.TLSConfig, opts.TLSVerify, opts.TLSTimeout = tc, false, 5
 	}
 	return opts, nil
 }
