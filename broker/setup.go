@@ -90,7 +90,7 @@ func Setup(ctx context.Context, js jetstream.JetStream, c StreamConfig) error {
 			continue
 		}
 		if _, err := js.CreateOrUpdateStream(ctx, sc); err != nil {
-			return fmt.Errorf("broker: set up stream %s: %w", sc.Name, err)
+			return fmt.Errorf("broker: set up stream %s: %w%s", sc.Name, err, setupHint)
 		}
 	}
 	buckets := []jetstream.KeyValueConfig{
@@ -108,7 +108,7 @@ func Setup(ctx context.Context, js jetstream.JetStream, c StreamConfig) error {
 			continue
 		}
 		if _, err := js.CreateOrUpdateKeyValue(ctx, kc); err != nil {
-			return fmt.Errorf("broker: set up bucket %s: %w", kc.Bucket, err)
+			return fmt.Errorf("broker: set up bucket %s: %w%s", kc.Bucket, err, setupHint)
 		}
 	}
 	return nil
@@ -157,6 +157,11 @@ func EnsureConsumer(ctx context.Context, js jetstream.JetStream, pool, profile s
 	}
 	return cons, nil
 }
+
+// setupHint follows a setup error: the usual cause on an authenticated
+// broker is a role that may not change streams meeting streams that are
+// missing or differ.
+const setupHint = " (on an authenticated broker only the admin may create or change streams: start `warren broker --auth-dir` first, or run a command once with admin creds)"
 
 // streamUpToDate reports whether stream name exists with every field want
 // sets (zero fields are the server's to choose).
