@@ -26,7 +26,7 @@ func Connect(ctx context.Context, url, name string, opts ...nats.Option) (*nats.
 	}
 	nc, err := nats.Connect(url, append(base, opts...)...)
 	if err != nil {
-		return nil, fmt.Errorf("connect to NATS at %s: %w (start one with `warren broker` or `warren up`, or pass --nats)", url, err)
+		return nil, fmt.Errorf("connect to NATS at %s: %w (%s)", url, err, connectHint(err))
 	}
 	return nc, nil
 }

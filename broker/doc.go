@@ -21,6 +21,16 @@
 // (messages.ConsumerName). Setup functions use create-or-update, so every
 // process may call them at start without coordination.
 //
+// # Authentication
+//
+// An auth directory (InitAuthDir, `warren auth init`) holds nkey users and
+// generates a nats-server configuration: the fleet account WARREN (streams,
+// admin, workers with per-pool permissions) and one account per submitter
+// tenant that imports only its own subjects, matched on the tenant token of
+// a "<tenant>.<name>" batch id (account_token_position). Config.ConfigFile
+// makes the embedded server enforce it and reload it on change. Clients use
+// ClientAuth (creds file, CA); tenants use the TenantAPIPrefix.
+//
 // # Failure handling
 //
 // CheckJetStream turns the "no responders" of a server without JetStream
@@ -29,5 +39,14 @@
 // [Server.Start] returns an error if the server is not ready for
 // connections within Config.ReadyTimeout; the JetStream file store in
 // Config.DataDir survives restarts, so a broker stopped mid-batch resumes
-// where it was. Setup errors are returned wrapped with the resource name.
+// where it was. Setup errors are returned wrapped with the resource name;
+// Setup leaves streams that already match alone, so roles that may only
+// read stream info can call it. An auth config that fails to load on
+// reload is logged and the running one kept.
+//
+// # Limits
+//
+// See docs/security.md, "The bus": workers are trusted by the tenants they
+// serve, pulls are not confined per pool, tenants see stream metadata and
+// cannot read WARREN_TASKS.
 package broker

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"sync"
 	"time"
 
@@ -32,6 +31,21 @@ type Config struct {
 	ReadyTimeout time.Duration
 	// Logger receives server lifecycle logs. Defaults to a disabled logger.
 	Logger zerolog.Logger
+	// ConfigFile is a nats-server configuration (DIR/server.conf from
+	// `warren auth init`) whose accounts, users, permissions and TLS the
+	// server enforces. The fields above override its listen address, store
+	// and payload limit. The server reloads it when it changes, so
+	// `warren auth add-submitter` and `revoke` take effect without a restart.
+	// Defaults to none: no authentication.
+	ConfigFile string
+	// TLS, when Cert and Key are set, serves TLS with these files (over any
+	// TLS in ConfigFile). TLS.CA is not used by the server: client
+	// certificates are not asked for (clients authenticate with nkeys).
+	// Defaults to no TLS.
+	TLS TLSFiles
+	// ReloadInterval is how often ConfigFile is checked for changes.
+	// Defaults to 1s.
+	ReloadInterval time.Duration
 }
 
 // DefaultPort is where `warren broker` and `warren up` listen and where
@@ -43,6 +57,7 @@ func (c Config) withDefaults() Config {
 	c.Port = cmp.Or(c.Port, DefaultPort)
 	c.MaxPayload = cmp.Or(c.MaxPayload, 8<<20)
 	c.ReadyTimeout = cmp.Or(c.ReadyTimeout, 10*time.Second)
+	c.ReloadInterval = cmp.Or(c.ReloadInterval, time.Second)
 	return c
 }
 
@@ -52,6 +67,9 @@ func (c Config) validate() error {
 	}
 	if c.Port < -1 || c.Port > 65535 {
 		return fmt.Errorf("broker config: Port %d is out of range", c.Port)
+	}
+	if (c.TLS.Cert == "") != (c.TLS.Key == "") {
+		return errors.New("broker config: TLS.Cert and TLS.Key go together (--tls-cert and --tls-key)")
 	}
 	return nil
 }
@@ -65,6 +83,9 @@ type Server struct {
 	ns      *server.Server
 	stopped chan struct{}
 	once    sync.Once
+
+	stopWatch chan struct{}
+	watching  sync.WaitGroup
 }
 
 // NewServer checks the config; nothing runs until Start.
@@ -73,7 +94,7 @@ func NewServer(cfg Config) (*Server, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	return &Server{cfg: cfg, log: cfg.Logger.With().Str("component", "broker").Logger(), stopped: make(chan struct{})}, nil
+	return &Server{cfg: cfg, log: cfg.Logger.With().Str("component", "broker").Logger(), stopped: make(chan struct{}), stopWatch: make(chan struct{})}, nil
 }
 
 // Start runs the server and returns once it accepts connections.
@@ -83,16 +104,9 @@ func (s *Server) Start(ctx context.Context) error {
 	if s.ns != nil {
 		return errors.New("broker: already started")
 	}
-	opts := &server.Options{
-		ServerName: "warren",
-		Host:       s.cfg.Host,
-		Port:       s.cfg.Port,
-		DontListen: s.cfg.DontListen,
-		JetStream:  true,
-		StoreDir:   filepath.Join(s.cfg.DataDir, "jetstream"),
-		MaxPayload: s.cfg.MaxPayload,
-		NoSigs:     true,
-		NoLog:      true,
+	opts, err := s.options()
+	if err != nil {
+		return err
 	}
 	ns, err := server.NewServer(opts)
 	if err != nil {
@@ -108,7 +122,11 @@ func (s *Server) Start(ctx context.Context) error {
 		return fmt.Errorf("broker: nats-server not ready within %s (is port %d in use, or %s not writable?)", deadline, s.cfg.Port, s.cfg.DataDir)
 	}
 	s.ns = ns
-	s.log.Info().Str("url", s.ClientURL()).Str("store", opts.StoreDir).Msg("embedded broker ready")
+	s.log.Info().Str("url", s.ClientURL()).Str("store", opts.StoreDir).Bool("auth", s.cfg.ConfigFile != "").Bool("tls", opts.TLSConfig != nil).Msg("embedded broker ready")
+	if s.cfg.ConfigFile != "" {
+		s.watching.Add(1)
+		go func() { defer s.watching.Done(); s.watchConfig(ns) }()
+	}
 	return nil
 }
 
@@ -157,6 +175,8 @@ func (s *Server) Connect(opts ...nats.Option) (*nats.Conn, error) {
 // and before Start.
 func (s *Server) Stop() {
 	s.once.Do(func() {
+		close(s.stopWatch)
+		s.watching.Wait()
 		s.mu.Lock()
 		ns := s.ns
 		s.mu.Unlock()

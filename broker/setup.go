@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -40,12 +41,16 @@ func (c StreamConfig) withDefaults() StreamConfig {
 	return c
 }
 
-// TaskSubjects is the subject filter of WARREN_TASKS: only well-formed
-// task subjects, warren.tasks.<pool>.<profile>.<batch>.
-var TaskSubjects = messages.SubjectTasksPrefix + ".*.*.*"
+// TaskSubjects are the subjects of WARREN_TASKS: only well-formed task
+// subjects, warren.tasks.<pool>.<profile>.<batch> where the batch is one
+// token or a tenant's two (<tenant>.<name>).
+var TaskSubjects = []string{messages.SubjectTasksPrefix + ".*.*.*", messages.SubjectTasksPrefix + ".*.*.*.*"}
 
 // Setup creates or updates every stream and bucket Warren uses. It is
-// idempotent: every process calls it at start.
+// idempotent: every process calls it at start. A stream or bucket that
+// already has the wanted configuration is left alone, so a role that may
+// only read stream info (workers, under auth) can call it on a broker the
+// admin has set up.
 func Setup(ctx context.Context, js jetstream.JetStream, c StreamConfig) error {
 	c = c.withDefaults()
 	streams := []jetstream.StreamConfig{
@@ -56,7 +61,7 @@ func Setup(ctx context.Context, js jetstream.JetStream, c StreamConfig) error {
 			// other subject under the prefix would be stored for MaxAge and
 			// never consumed, so the stream does not take it (the publisher
 			// gets no ack: "no responders").
-			Subjects:    []string{TaskSubjects},
+			Subjects:    TaskSubjects,
 			Retention:   jetstream.LimitsPolicy,
 			MaxAge:      c.TaskMaxAge,
 			Duplicates:  c.DuplicateWindow,
@@ -90,8 +95,11 @@ func Setup(ctx context.Context, js jetstream.JetStream, c StreamConfig) error {
 		},
 	}
 	for _, sc := range streams {
+		if streamUpToDate(ctx, js, sc.Name, sc) {
+			continue
+		}
 		if _, err := js.CreateOrUpdateStream(ctx, sc); err != nil {
-			return fmt.Errorf("broker: set up stream %s: %w", sc.Name, err)
+			return fmt.Errorf("broker: set up stream %s: %w%s", sc.Name, err, setupHint)
 		}
 	}
 	buckets := []jetstream.KeyValueConfig{
@@ -100,8 +108,16 @@ func Setup(ctx context.Context, js jetstream.JetStream, c StreamConfig) error {
 		{Bucket: messages.BucketBatches, Description: "Warren batch manifests: task counts per attempt", TTL: c.TaskMaxAge, History: 1, Storage: c.Storage, Replicas: c.Replicas},
 	}
 	for _, kc := range buckets {
+		want := jetstream.StreamConfig{
+			Description: kc.Description, MaxAge: kc.TTL, MaxMsgsPerSubject: int64(kc.History),
+			Discard: jetstream.DiscardNew, AllowDirect: true,
+			Storage: kc.Storage, Replicas: kc.Replicas,
+		}
+		if streamUpToDate(ctx, js, "KV_"+kc.Bucket, want) {
+			continue
+		}
 		if _, err := js.CreateOrUpdateKeyValue(ctx, kc); err != nil {
-			return fmt.Errorf("broker: set up bucket %s: %w", kc.Bucket, err)
+			return fmt.Errorf("broker: set up bucket %s: %w%s", kc.Bucket, err, setupHint)
 		}
 	}
 	return nil
@@ -149,4 +165,28 @@ func EnsureConsumer(ctx context.Context, js jetstream.JetStream, pool, profile s
 		return nil, fmt.Errorf("broker: set up consumer %s: %w", name, err)
 	}
 	return cons, nil
+}
+
+// setupHint follows a setup error: the usual cause on an authenticated
+// broker is a role that may not change streams meeting streams that are
+// missing or differ.
+const setupHint = " (on an authenticated broker only the admin may create or change streams: start `warren broker --auth-dir` first, or run a command once with admin creds)"
+
+// streamUpToDate reports whether stream name exists with every field want
+// sets (zero fields are the server's to choose).
+func streamUpToDate(ctx context.Context, js jetstream.JetStream, name string, want jetstream.StreamConfig) bool {
+	s, err := js.Stream(ctx, name)
+	if err != nil {
+		return false
+	}
+	have := s.CachedInfo().Config
+	set := func(w, h any, zero bool) bool { return zero || w == h }
+	return have.Description == want.Description &&
+		(want.Subjects == nil || slices.Equal(have.Subjects, want.Subjects)) &&
+		have.Retention == want.Retention && have.MaxAge == want.MaxAge &&
+		have.Storage == want.Storage && have.Replicas == want.Replicas &&
+		set(want.Duplicates, have.Duplicates, want.Duplicates == 0) &&
+		set(want.MaxMsgsPerSubject, have.MaxMsgsPerSubject, want.MaxMsgsPerSubject == 0) &&
+		have.Discard == want.Discard && have.DiscardNewPerSubject == want.DiscardNewPerSubject &&
+		have.AllowDirect == want.AllowDirect
 }

@@ -3,7 +3,7 @@ package messages
 import "time"
 
 // HostInfo is a worker host's entry in the registry bucket BucketHosts,
-// stored under its ID. The worker re-puts it on every heartbeat; the bucket's
+// stored under "<pool>.<ID>". The worker re-puts it on every heartbeat; the bucket's
 // TTL removes the entry of a host that stopped refreshing it.
 type HostInfo struct {
 	ID        string      `json:"id"`

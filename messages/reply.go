@@ -26,19 +26,36 @@ func ReservedSubject(s string) bool {
 	return false
 }
 
-// CheckReply enforces the reply rule: a task's events go only to a subject
-// under its own batch's events, warren.events.<batch>.<...>, or under one of
-// inboxPrefixes (the submitter's inbox). Any other reply is refused with
+// TenantInboxRoot is the root of a tenant's inbox prefix on an
+// authenticated broker: a tenant's connections use TenantInbox(tenant).
+const TenantInboxRoot = "_WINBOX"
+
+// TenantInbox is the inbox prefix of a tenant's connections, without the
+// trailing dot: the broker lets only that tenant subscribe under it.
+func TenantInbox(tenant string) string { return TenantInboxRoot + "." + tenant }
+
+// CheckReply enforces the reply rule: a task's events go only to one
+// subject token under its own batch's events, warren.events.<batch>.<name>,
+// under one of inboxPrefixes (the submitter's inbox), or, for a tenant's
+// batch ("<tenant>.<name>"), under that tenant's inbox
+// TenantInbox(tenant)+".". Any other reply is refused with
 // CodeReplyForbidden on field "reply". An empty reply (the default event
 // subject) always passes. Call it on a task that passed Validate.
+//
+// One token, not any subject under the batch: batch ids may be dotted
+// (tenant.name), so "warren.events.alice." is also the start of every event
+// subject of tenant alice's batches.
 func CheckReply(t *Task, inboxPrefixes []string) error {
 	r := t.Reply
 	if r == "" {
 		return nil
 	}
 	own := EventSubject(t.Batch, "")
-	if strings.HasPrefix(r, own) && len(r) > len(own) && replyPattern.MatchString(r) {
+	if rest, ok := strings.CutPrefix(r, own); ok && rest != "" && !strings.Contains(rest, ".") && replyPattern.MatchString(r) {
 		return nil
+	}
+	if tenant := BatchTenant(t.Batch); tenant != "" {
+		inboxPrefixes = append([]string{TenantInbox(tenant) + "."}, inboxPrefixes...)
 	}
 	if ReservedSubject(r) || strings.HasPrefix(r, SubjectEventsPrefix+".") {
 		return fieldErr(CodeReplyForbidden, "reply", "%q is not this task's to publish to: events go to %s<name> or an inbox (%s); leave reply empty for the default %s",

@@ -21,7 +21,8 @@ func TestCheckReplyConfinesEventsToOwnBatchOrInbox(t *testing.T) {
 		{"", true},
 		{"warren.events.W.t1", true},
 		{"warren.events.W.other", true},
-		{"warren.events.W.a.b", true},
+		{"warren.events.W.a.b", false}, // one token: W.a would be another batch's
+		{"warren.events.W.a.b.c", false},
 		{"_INBOX.abc123", true},
 		{"_INBOX.abc.def", true},
 		{"_INBOX_team.x", true},
@@ -39,6 +40,7 @@ func TestCheckReplyConfinesEventsToOwnBatchOrInbox(t *testing.T) {
 		{"_INBOX", false},
 		{"_INBOX_other.x", false},
 		{"foo.bar", false},
+		{"_WINBOX.W.x", false}, // W is not a tenant's batch
 	}
 	for _, c := range cases {
 		t.Run(c.reply, func(t *testing.T) {
@@ -97,4 +99,39 @@ func TestCheckReplyRefusesReservedWhateverThePrefixes(t *testing.T) {
 		task.Batch, task.Reply = "W", r
 		require.ErrorIs(t, messages.CheckReply(&task, bad), messages.ErrReplyForbidden, r)
 	}
+}
+
+// A tenant's batch may reply into its own tenant inbox (where its clients'
+// inboxes are on an authenticated broker), never into another tenant's,
+// and only into one token under its own events.
+func TestCheckReplyTenantBatches(t *testing.T) {
+	cases := []struct {
+		reply string
+		ok    bool
+	}{
+		{"_WINBOX.alice.abc", true},
+		{"warren.events.alice.b1.t1", true},
+		{"_WINBOX.bob.abc", false},
+		{"_WINBOX.alice", false},
+		{"warren.events.alice.b2.t1", false},
+		{"warren.events.alice.b1.t1.x", false},
+		{"_INBOX.x", true},
+	}
+	for _, c := range cases {
+		t.Run(c.reply, func(t *testing.T) {
+			task := validTask()
+			task.Batch, task.Reply = "alice.b1", c.reply
+			err := messages.CheckReply(&task, messages.DefaultInboxPrefixes)
+			if c.ok {
+				require.NoError(t, err)
+			} else {
+				require.ErrorIs(t, err, messages.ErrReplyForbidden)
+			}
+		})
+	}
+	// An unqualified batch named like a tenant cannot reach into the
+	// tenant's batches' events.
+	task := validTask()
+	task.Batch, task.Reply = "alice", "warren.events.alice.b1.t1"
+	require.ErrorIs(t, messages.CheckReply(&task, nil), messages.ErrReplyForbidden)
 }

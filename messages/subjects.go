@@ -13,7 +13,8 @@ const (
 	BucketCancel  = "warren_cancel"
 	BucketBatches = "warren_batches"
 
-	// Tasks: warren.tasks.<pool>.<profile>.<batch>
+	// Tasks: warren.tasks.<pool>.<profile>.<batch>; a batch id may be
+	// "<tenant>.<name>" (two tokens), see ValidBatchID.
 	SubjectTasksPrefix = "warren.tasks"
 	// Results: warren.results.<batch>.<attempt>.<id>
 	SubjectResultsPrefix = "warren.results"
@@ -47,9 +48,10 @@ func TaskSubject(pool, profile, batch string) string {
 }
 
 // TaskFilter is the subject filter of the consumer a pool's workers share
-// for one profile.
+// for one profile; ">" matches a batch id of one token and a tenant's
+// "<tenant>.<name>".
 func TaskFilter(pool, profile string) string {
-	return fmt.Sprintf("%s.%s.%s.*", SubjectTasksPrefix, pool, profile)
+	return fmt.Sprintf("%s.%s.%s.>", SubjectTasksPrefix, pool, profile)
 }
 
 // BatchTaskFilter matches every task of a batch, in any pool and profile.

@@ -41,7 +41,7 @@ func (t *Task) Validate() error {
 	if err := checkID("id", t.ID); err != nil {
 		return err
 	}
-	if err := checkID("batch", t.Batch); err != nil {
+	if err := checkBatchID("batch", t.Batch); err != nil {
 		return err
 	}
 	if t.Attempt < 0 {

@@ -30,6 +30,10 @@ type BatchOptions struct {
 	// its own batch's events (messages.CheckReply); keep them the same as
 	// the workers' list. Defaults to messages.DefaultInboxPrefixes.
 	InboxPrefixes []string
+	// Tenant, on an authenticated broker, qualifies the batch id as
+	// "<tenant>.<batch>" (messages.QualifyBatch): the server accepts a
+	// tenant's tasks only under its own name. Defaults to "" (no tenant).
+	Tenant string
 }
 
 // Batch is a validated set of tasks, ready to publish as attempt 1.
@@ -115,6 +119,7 @@ func newBatch(tasks []messages.Task, lines []int, prior []*LineError, opts Batch
 	if batch == "" {
 		batch = "b-" + digest[:16]
 	}
+	batch = messages.QualifyBatch(opts.Tenant, batch)
 	if err := checkBatchID(batch); err != nil {
 		// Report a bad batch id once, where it was set, not on every task.
 		if batchLine == 0 {

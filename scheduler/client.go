@@ -26,10 +26,17 @@ func New(nc *nats.Conn, cfg Config) (*Client, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	js, err := jetstream.New(nc,
+	jsOpts := []jetstream.JetStreamOpt{
 		jetstream.WithPublishAsyncMaxPending(cfg.MaxInflight),
 		jetstream.WithPublishAsyncTimeout(cfg.AckTimeout),
-	)
+	}
+	var js jetstream.JetStream
+	var err error
+	if cfg.APIPrefix != "" {
+		js, err = jetstream.NewWithAPIPrefix(nc, cfg.APIPrefix, jsOpts...)
+	} else {
+		js, err = jetstream.New(nc, jsOpts...)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("scheduler: jetstream: %w", err)
 	}

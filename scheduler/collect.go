@@ -227,10 +227,11 @@ func (c *Client) latestStoredAttempt(ctx context.Context, batch string) (int, er
 			}
 			return 1, nil
 		}
-		// warren.results.<batch>.<attempt>.<id>
+		// warren.results.<batch>.<attempt>.<id>, the batch one or two
+		// tokens: the attempt is the last but one.
 		parts := strings.Split(m.Subject, ".")
-		if len(parts) == 5 {
-			if a, err := strconv.Atoi(parts[3]); err == nil && a > 0 {
+		if len(parts) >= 5 {
+			if a, err := strconv.Atoi(parts[len(parts)-2]); err == nil && a > 0 {
 				return a, nil
 			}
 		}

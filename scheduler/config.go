@@ -40,6 +40,13 @@ type Config struct {
 	PoolKeys PoolKeys
 	// Logger receives diagnostics. Defaults to a disabled logger.
 	Logger zerolog.Logger
+	// APIPrefix is the JetStream API prefix of the connection's account: a
+	// tenant on an authenticated broker reaches the fleet's streams under
+	// broker.TenantAPIPrefix. Defaults to "" ($JS.API).
+	APIPrefix string
+	// Tenant qualifies the ids of batches Exec makes up as "<tenant>.<name>"
+	// (see messages.ValidBatchID). Defaults to "" (no tenant).
+	Tenant string
 }
 
 // WithDefaults returns a copy of c with zero fields set to their defaults.

@@ -34,6 +34,7 @@ func (c *Client) Exec(ctx context.Context, t messages.Task, stdout, stderr io.Wr
 	if t.Batch == "" {
 		t.Batch = "exec-" + strings.ToLower(nuid.Next())
 	}
+	t.Batch = messages.QualifyBatch(c.cfg.Tenant, t.Batch)
 	t.ID = cmp.Or(t.ID, "exec")
 	if t.Kind == "" {
 		t.Kind = messages.KindExec

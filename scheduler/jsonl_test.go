@@ -77,7 +77,7 @@ func TestReadBatchRefusesWithLineNumbers(t *testing.T) {
 		{"later attempt", `{"kind":"exec","argv":["x"],"attempt":2}`, "", messages.ErrInvalidField},
 		{"duplicate id", `{"id":"1","kind":"exec","argv":["x"]}`, "", messages.ErrContradictory},
 		{"other batch than flag", `{"batch":"other","kind":"exec","argv":["x"]}`, "flagged", messages.ErrContradictory},
-		{"bad batch id", `{"batch":"a.b","kind":"exec","argv":["x"]}`, "", messages.ErrInvalidField},
+		{"bad batch id", `{"batch":"a.b.c","kind":"exec","argv":["x"]}`, "", messages.ErrInvalidField},
 		{"reply to another batch's result", `{"kind":"exec","argv":["x"],"reply":"warren.results.V.1.v1"}`, "", messages.ErrReplyForbidden},
 		{"reply to the cancel bucket", `{"kind":"exec","argv":["x"],"reply":"$KV.warren_cancel.V.1"}`, "", messages.ErrReplyForbidden},
 		{"secret also in env", `{"kind":"exec","argv":["x"],"env":{"K":"1"},"secrets":{"K":"2"}}`, "", messages.ErrContradictory},

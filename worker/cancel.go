@@ -63,15 +63,18 @@ func (cs *cancelSet) add(key string) {
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
 	cs.keys[key] = true
-	// key is "batch.attempt" or "batch.attempt.id"; ids and batches hold no dots.
-	parts := strings.SplitN(key, ".", 3)
-	if len(parts) < 2 {
-		return
-	}
-	scope := parts[0] + "." + parts[1]
-	for cancel, tid := range cs.running[scope] {
-		if len(parts) == 2 || parts[2] == tid {
-			(*cancel)(errUserCancel)
+	// key is "<batch>.<attempt>" or "<batch>.<attempt>.<id>", and a batch
+	// may hold a dot ("<tenant>.<name>"): match it against the scopes of
+	// running tasks rather than parse it.
+	for scope, tasks := range cs.running {
+		rest, ok := strings.CutPrefix(key, scope)
+		if !ok || (rest != "" && rest[0] != '.') {
+			continue
+		}
+		for cancel, tid := range tasks {
+			if rest == "" || rest[1:] == tid {
+				(*cancel)(errUserCancel)
+			}
 		}
 	}
 }

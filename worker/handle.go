@@ -273,9 +273,11 @@ func identify(msg jetstream.Msg, meta *jetstream.MsgMetadata) (id, batch string,
 	h := msg.Headers()
 	id, batch = h.Get(messages.HeaderTaskID), h.Get(messages.HeaderBatch)
 	attempt, _ = strconv.Atoi(h.Get(messages.HeaderAttempt))
-	if batch == "" || !messages.ValidID(batch) {
-		parts := strings.Split(msg.Subject(), ".")
-		batch = parts[len(parts)-1]
+	if batch == "" || !messages.ValidBatchID(batch) {
+		// warren.tasks.<pool>.<profile>.<batch...>
+		if parts := strings.SplitN(msg.Subject(), ".", 5); len(parts) == 5 {
+			batch = parts[4]
+		}
 	}
 	if id == "" || !messages.ValidID(id) {
 		id = fmt.Sprintf("seq-%d", meta.Sequence.Stream)

@@ -42,7 +42,7 @@ func (w *Worker) register(started time.Time) {
 	defer cancel()
 	kv, err := w.js.KeyValue(ctx, messages.BucketHosts)
 	if err == nil {
-		_, err = kv.Put(ctx, hostKey(w.cfg.HostID), data)
+		_, err = kv.Put(ctx, hostKey(w.cfg.Pool, w.cfg.HostID), data)
 	}
 	if err != nil {
 		w.log.Warn().Err(err).Msg("host registry refresh failed")
@@ -53,12 +53,18 @@ func (w *Worker) deregister() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if kv, err := w.js.KeyValue(ctx, messages.BucketHosts); err == nil {
-		_ = kv.Delete(ctx, hostKey(w.cfg.HostID))
+		_ = kv.Delete(ctx, hostKey(w.cfg.Pool, w.cfg.HostID))
 	}
 }
 
-// hostKey makes a host id a valid KV key.
-func hostKey(id string) string {
+// hostKey is the registry key of a host: "<pool>.<host id>", the host id
+// made a valid key token. The pool comes first so that the broker can
+// confine a pool's workers to its own entries ($KV.warren_hosts.<pool>.>).
+func hostKey(pool, id string) string {
+	return pool + "." + hostToken(id)
+}
+
+func hostToken(id string) string {
 	b := []byte(id)
 	for i, c := range b {
 		ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_'

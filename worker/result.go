@@ -74,7 +74,7 @@ func (w *Worker) fitPayload(res *messages.Result) {
 // caller Terms it (Term would not delete it from the Limits-retention TASKS
 // stream, but the DLQ is where operators look).
 func (w *Worker) deadLetter(payload []byte, h nats.Header, reason, batch string, seq uint64, why string) {
-	if !messages.ValidID(batch) {
+	if !messages.ValidBatchID(batch) {
 		batch = "unknown"
 	}
 	msg := &nats.Msg{Subject: messages.DLQSubject(reason, batch), Data: payload, Header: nats.Header{}}
@@ -168,7 +168,7 @@ func identifyRaw(raw *jetstream.RawStreamMsg) (id, batch string, attempt int) {
 	if !messages.ValidID(id) {
 		id = fmt.Sprintf("seq-%d", raw.Sequence)
 	}
-	if !messages.ValidID(batch) {
+	if !messages.ValidBatchID(batch) {
 		batch = "unknown"
 	}
 	return id, batch, max(attempt, 1)

@@ -226,26 +226,40 @@ func TestRedeliveryWithStoredResultDoesNotRunAgain(t *testing.T) {
 }
 
 func TestCancelRunningAndQueuedTasks(t *testing.T) {
-	b := brokertest.Start(t, brokertest.Options{})
-	counting := &countingRunner{inner: insecureRunner(t)}
-	started := make(chan string, 4)
-	startWorker(t, b, "w1", workerOpts{capacity: 1, runner: counting, started: started})
-	publish(t, b.JS, shTask("cx", "running", "sleep 60"), shTask("cx", "queued", "echo should-not-run"))
-	select {
-	case id := <-started:
-		require.Equal(t, "running", id)
-	case <-time.After(30 * time.Second):
-		t.Fatal("task did not start")
+	for _, tc := range []struct {
+		name, batch, cancelID string
+	}{
+		{"whole attempt", "cx", ""},
+		{"whole attempt of a tenant batch", "alice.cx", ""},
+		{"one task of a tenant batch", "alice.cy", "running"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := brokertest.Start(t, brokertest.Options{})
+			counting := &countingRunner{inner: insecureRunner(t)}
+			started := make(chan string, 4)
+			startWorker(t, b, "w1", workerOpts{capacity: 1, runner: counting, started: started})
+			publish(t, b.JS, shTask(tc.batch, "running", "sleep 60"), shTask(tc.batch, "queued", "echo should-not-run"))
+			select {
+			case id := <-started:
+				require.Equal(t, "running", id)
+			case <-time.After(30 * time.Second):
+				t.Fatal("task did not start")
+			}
+			kv, err := b.JS.KeyValue(context.Background(), messages.BucketCancel)
+			require.NoError(t, err)
+			_, err = kv.Put(context.Background(), messages.CancelKey(tc.batch, 1, tc.cancelID), []byte(`{"reason":"test"}`))
+			require.NoError(t, err)
+			got := collect(t, b.JS, tc.batch, 2, 30*time.Second)
+			require.Equal(t, messages.StatusCancelled, got["running"].Status)
+			require.Less(t, got["running"].WallMS, int64(30_000), "the sandbox was killed, not waited for")
+			if tc.cancelID == "" {
+				require.Equal(t, messages.StatusCancelled, got["queued"].Status)
+				require.EqualValues(t, 1, counting.calls.Load(), "the queued task never ran")
+			} else {
+				require.Equal(t, messages.StatusOK, got["queued"].Status, "only the named task is cancelled")
+			}
+		})
 	}
-	kv, err := b.JS.KeyValue(context.Background(), messages.BucketCancel)
-	require.NoError(t, err)
-	_, err = kv.Put(context.Background(), messages.CancelKey("cx", 1, ""), []byte(`{"reason":"test"}`))
-	require.NoError(t, err)
-	got := collect(t, b.JS, "cx", 2, 30*time.Second)
-	require.Equal(t, messages.StatusCancelled, got["running"].Status)
-	require.Equal(t, messages.StatusCancelled, got["queued"].Status)
-	require.Less(t, got["running"].WallMS, int64(30_000), "the sandbox was killed, not waited for")
-	require.EqualValues(t, 1, counting.calls.Load(), "the queued task never ran")
 }
 
 func TestDrainLetsRunningTasksFinish(t *testing.T) {
@@ -270,7 +284,7 @@ func TestHostRegistryEntry(t *testing.T) {
 	require.NoError(t, err)
 	var info messages.HostInfo
 	require.Eventually(t, func() bool {
-		e, err := kv.Get(context.Background(), "host-a")
+		e, err := kv.Get(context.Background(), "default.host-a")
 		return err == nil && json.Unmarshal(e.Value(), &info) == nil
 	}, 10*time.Second, 20*time.Millisecond)
 	require.Equal(t, 3, info.Capacity)

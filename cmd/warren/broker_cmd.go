@@ -3,12 +3,17 @@ package main
 import (
 	"fmt"
 
+	"github.com/nats-io/nats.go"
 	"github.com/warrenhq/warren/broker"
 )
 
 // brokerFlags configure the embedded broker; shared by `broker` and `up`.
 type brokerFlags struct {
-	Listen string `help:"Address the broker listens on (host:port). Use 0.0.0.0:4222 to let other hosts join." default:"127.0.0.1:4222"`
+	Listen         string `help:"Address the broker listens on (host:port). Anything but loopback needs --auth-dir and TLS (see --insecure-no-auth)." default:"127.0.0.1:4222"`
+	AuthDir        string `name:"auth-dir" help:"Enforce the accounts, users and permissions of this directory (from 'warren auth init'), reloading it when it changes; serves TLS if it was made with --tls." type:"path"`
+	TLSCert        string `name:"tls-cert" help:"Serve TLS with this PEM certificate (chain) instead of the auth directory's." type:"path"`
+	TLSKey         string `name:"tls-key" help:"PEM private key of --tls-cert." type:"path"`
+	InsecureNoAuth bool   `name:"insecure-no-auth" help:"Listen beyond loopback without authentication or TLS: anyone who reaches the port can run code on every worker. Only on a network you trust completely."`
 }
 
 // start runs the broker, sets up the streams and records the broker's
@@ -34,14 +39,25 @@ func (f *brokerFlags) startServer(g *globals) (*broker.Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	srv, err := broker.NewServer(broker.Config{DataDir: g.DataDir, Host: host, Port: port, Logger: g.Log})
+	cfg := broker.Config{DataDir: g.DataDir, Host: host, Port: port, Logger: g.Log, TLS: broker.TLSFiles{Cert: f.TLSCert, Key: f.TLSKey}}
+	var auth *broker.AuthDir
+	if f.AuthDir != "" {
+		if auth, err = broker.OpenAuthDir(f.AuthDir); err != nil {
+			return nil, err
+		}
+		cfg.ConfigFile = auth.ServerConf()
+	}
+	if err := checkExposure(f, host, auth); err != nil {
+		return nil, err
+	}
+	srv, err := broker.NewServer(cfg)
 	if err != nil {
 		return nil, err
 	}
 	if err := srv.Start(g.Ctx); err != nil {
 		return nil, err
 	}
-	nc, err := srv.Connect()
+	nc, err := f.connect(srv, broker.AdminCreds)
 	if err != nil {
 		srv.Stop()
 		return nil, err
@@ -52,6 +68,19 @@ func (f *brokerFlags) startServer(g *globals) (*broker.Server, error) {
 		return nil, err
 	}
 	return srv, nil
+}
+
+// connect opens an in-process connection, with the auth directory's creds
+// file when there is one.
+func (f *brokerFlags) connect(srv *broker.Server, creds string) (*nats.Conn, error) {
+	if f.AuthDir == "" {
+		return srv.Connect()
+	}
+	opt, err := nats.NkeyOptionFromSeed(f.AuthDir + "/" + creds)
+	if err != nil {
+		return nil, fmt.Errorf("--auth-dir: %w", err)
+	}
+	return srv.Connect(opt)
 }
 
 type brokerCmd struct {
@@ -80,7 +109,7 @@ func (c *upCmd) Run(g *globals) error {
 		return err
 	}
 	defer stop()
-	nc, err := srv.Connect()
+	nc, err := c.connect(srv, broker.WorkerCreds)
 	if err != nil {
 		return err
 	}

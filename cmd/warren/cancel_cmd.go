@@ -14,6 +14,7 @@ func (c *cancelCmd) Run(g *globals) error {
 		return err
 	}
 	defer s.Close()
+	c.Batch = g.qualify(c.Batch)
 	if err := client.Cancel(g.Ctx, c.Batch, c.Attempt, c.Task, c.Reason); err != nil {
 		return err
 	}

@@ -18,6 +18,7 @@ import (
 // session is a client command's connection to the broker, wherever it is.
 type session struct {
 	NC       *nats.Conn
+	Creds    *broker.Creds // nil without --creds
 	JS       jetstream.JetStream
 	Embedded bool // an embedded broker was started for this command
 	closers  []func()
@@ -42,6 +43,9 @@ func (g *globals) open(ctx context.Context, name string, needWorker bool) (*sess
 	}
 	if url != "" {
 		return g.dialChecked(ctx, url, name, rec)
+	}
+	if g.Creds != "" {
+		return nil, fmt.Errorf("--creds is for an authenticated broker, and none was named: pass --nats (or WARREN_NATS_URL)")
 	}
 	s := &session{}
 	{
@@ -75,14 +79,18 @@ func (g *globals) open(ctx context.Context, name string, needWorker bool) (*sess
 	return s, nil
 }
 
-// dialChecked connects to the broker at url, which must be the server of
-// rec when one is given.
+// dialChecked connects to the broker at url, with the --creds and --tls-ca
+// given, which must be the server of rec when one is given.
 func (g *globals) dialChecked(ctx context.Context, url, name string, rec *brokerRecord) (*session, error) {
-	nc, err := broker.Connect(ctx, url, name)
+	opts, creds, err := g.clientAuth()
 	if err != nil {
 		return nil, err
 	}
-	s := &session{NC: nc, closers: []func(){nc.Close}}
+	nc, err := broker.Connect(ctx, url, name, opts...)
+	if err != nil {
+		return nil, err
+	}
+	s := &session{NC: nc, Creds: creds, closers: []func(){nc.Close}}
 	if err := checkRecorded(nc, rec, g.DataDir); err != nil {
 		s.Close()
 		return nil, err
@@ -95,6 +103,13 @@ func (g *globals) dialChecked(ctx context.Context, url, name string, rec *broker
 }
 
 func (s *session) init(ctx context.Context) error {
+	if s.tenant() != "" {
+		// A tenant reaches the fleet's streams through its account's
+		// imports; setting them up is the admin's job.
+		js, err := jetstream.NewWithAPIPrefix(s.NC, broker.TenantAPIPrefix)
+		s.JS = js
+		return err
+	}
 	js, err := jetstream.New(s.NC)
 	if err != nil {
 		return err

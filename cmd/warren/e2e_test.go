@@ -48,17 +48,7 @@ func (e *e2e) runFor(t *testing.T, limit time.Duration, args ...string) (string,
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
-	c := e.cmd(ctx, args...)
-	var out, errb bytes.Buffer
-	c.Stdout, c.Stderr = &out, &errb
-	err := c.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else {
-		require.NoError(t, err, errb.String())
-	}
-	return out.String(), errb.String(), code
+	return runCmd(t, e.cmd(ctx, args...))
 }
 
 // startWorker runs `warren worker` as a process until the test ends (then

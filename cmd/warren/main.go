@@ -15,6 +15,7 @@ import (
 	"github.com/alecthomas/kong"
 	"github.com/mattn/go-isatty"
 	"github.com/rs/zerolog"
+	"github.com/warrenhq/warren/broker"
 	"github.com/warrenhq/warren/sandbox"
 )
 
@@ -71,6 +72,10 @@ type globals struct {
 	PoolKeys      []string      `name:"pool-key" env:"WARREN_POOL_KEY" sep:"," help:"Public key (X...) task secrets are sealed to, or POOL=X... for one pool (repeatable; warren keys show prints it). Without it the key the pool's workers publish in the host registry is used: trust that only on an authenticated bus."`
 	InboxPrefixes []string      `name:"inbox-prefix" env:"WARREN_INBOX_PREFIX" sep:"," help:"Subject prefixes a task's reply may use besides its batch's events (repeatable). Defaults to _INBOX.; keep clients and workers the same."`
 	LogLevel      string        `name:"log-level" env:"WARREN_LOG_LEVEL" help:"debug, info, warn or error." default:"info" enum:"debug,info,warn,error"`
+	Creds         string        `name:"creds" env:"WARREN_CREDS" help:"Credentials file from 'warren auth' (admin.creds, worker.creds, TENANT.creds) for an authenticated broker." type:"path"`
+	TLSCA         string        `name:"tls-ca" env:"WARREN_TLS_CA" help:"PEM file of the CA the broker's TLS certificate must chain to (e.g. AUTH_DIR/tls/ca.pem); the connection then requires TLS." type:"path"`
+
+	creds *broker.Creds // loaded from Creds on first use
 }
 
 // cli is the command tree.
@@ -93,6 +98,8 @@ type cli struct {
 
 	Sandbox sandboxCmd `cmd:"" help:"Run one command in a sandbox, like bwrap."`
 	Doctor  doctorCmd  `cmd:"" help:"Launch a probe sandbox and report what isolation this host supports, and how to fix what is missing."`
+
+	Auth authCmd `cmd:"" help:"Keys, credentials and the broker's auth configuration: init, add-submitter, ls, revoke."`
 }
 
 func run(ctx, hard context.Context, args []string, io stdio) error {

@@ -30,13 +30,17 @@ func (c *replayCmd) Run(g *globals) error {
 	if err != nil {
 		return err
 	}
+	if g.tenant() != "" {
+		// Reading WARREN_TASKS would let a tenant pull the workers' queues.
+		return fmt.Errorf("replay reads the task stream, which a submitter's creds may not: run `warren replay %s` with admin creds (--creds AUTH_DIR/admin.creds)", g.qualify(c.Batch))
+	}
 	s, client, err := g.client("warren-replay", c.Wait)
 	if err != nil {
 		return err
 	}
 	defer s.Close()
 	rep, err := client.Replay(g.Ctx, scheduler.ReplayOptions{
-		Batch: c.Batch, FromSeq: c.FromSeq, ToSeq: c.ToSeq, Since: since, Until: until,
+		Batch: g.qualify(c.Batch), FromSeq: c.FromSeq, ToSeq: c.ToSeq, Since: since, Until: until,
 	})
 	if err != nil {
 		return err

@@ -27,11 +27,11 @@ func (c *resultsCmd) Run(g *globals) error {
 		return err
 	}
 	defer s.Close()
-	return collectResults(g, client, scheduler.CollectOptions{Batch: c.Batch, Attempt: c.Attempt, NoWait: c.NoWait}, c.Out)
+	return collectResults(g, client, scheduler.CollectOptions{Batch: g.qualify(c.Batch), Attempt: c.Attempt, NoWait: c.NoWait}, c.Out)
 }
 
 func newSchedulerClient(g *globals, s *session, tune ...func(*scheduler.Config)) (*scheduler.Client, error) {
-	cfg := scheduler.Config{Logger: g.Log, RetryFor: g.RetryFor, InboxPrefixes: g.InboxPrefixes}
+	cfg := scheduler.Config{Logger: g.Log, RetryFor: g.RetryFor, InboxPrefixes: g.InboxPrefixes, APIPrefix: s.apiPrefix(), Tenant: s.tenant()}
 	for _, f := range tune {
 		f(&cfg)
 	}

@@ -33,7 +33,7 @@ func (c *submitCmd) Run(g *globals) error {
 		in = f
 	}
 	// Every line is checked before anything is published or even connected.
-	b, err := scheduler.ReadBatch(in, scheduler.BatchOptions{Batch: c.Batch, InboxPrefixes: g.InboxPrefixes})
+	b, err := scheduler.ReadBatch(in, scheduler.BatchOptions{Batch: c.Batch, InboxPrefixes: g.InboxPrefixes, Tenant: g.tenant()})
 	if err != nil {
 		return c.refused(err)
 	}

@@ -43,7 +43,7 @@ func (c *verifyCmd) Run(g *globals) (err error) {
 			tasks[i].Limits.WallTimeoutMS = c.Timeout.Milliseconds()
 		}
 	}
-	b, err := scheduler.NewBatch(tasks, scheduler.BatchOptions{Batch: c.Batch})
+	b, err := scheduler.NewBatch(tasks, scheduler.BatchOptions{Batch: c.Batch, Tenant: g.tenant()})
 	if err != nil {
 		return err
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nkeys"
+	"github.com/warrenhq/warren/broker"
 	"github.com/warrenhq/warren/messages"
 	"github.com/warrenhq/warren/sandbox"
 	"github.com/warrenhq/warren/verify"
@@ -159,6 +160,11 @@ func (c *workerCmd) Run(g *globals) error {
 	}
 	if url == "" {
 		return fmt.Errorf("no broker to serve: pass --nats URL (or set WARREN_NATS_URL), or start `warren broker` with this --data-dir (%s)", g.DataDir)
+	}
+	if c, err := g.loadCreds(); err != nil {
+		return err
+	} else if c != nil && c.Role != broker.RoleWorker && c.Role != broker.RoleAdmin {
+		return fmt.Errorf("--creds %s are %s credentials; a worker needs a worker's (AUTH_DIR/%s)", g.Creds, c.Role, broker.WorkerCreds)
 	}
 	sess, err := g.dialChecked(g.Ctx, url, "warren-worker", rec)
 	if err != nil {

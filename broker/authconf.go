@@ -1,0 +1,231 @@
+package broker
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/warrenhq/warren/messages"
+)
+
+// The tenant token: under auth every batch id is "<tenant>.<name>", so the
+// tenant is a subject token of its own in every subject and key naming a
+// batch, and the server can match it:
+//
+//	warren.tasks.<pool>.<profile>.<tenant>.<name>  token 5
+//	warren.results.<tenant>.<name>.<attempt>.<id>  token 3
+//	warren.events.<tenant>.<name>.<id>             token 3
+//	$KV.warren_batches.<tenant>.<name>             token 3
+//	$KV.warren_cancel.<tenant>.<name>.<attempt>... token 3
+//
+// The fleet account exports each of these with account_token_position at
+// the tenant token: a tenant account can only import its own.
+
+// tenantExport is one subject the fleet account exports to tenants.
+type tenantExport struct {
+	subject string // in the fleet account; "%s" is the tenant token
+	local   bool   // imported under the same name (else under TenantAPIPrefix)
+	stream  bool   // a stream (fleet → tenant), else a service (tenant → fleet)
+	multi   bool   // service answers with many messages (a pull)
+	noToken bool   // the same for every tenant: no tenant token
+}
+
+const jsAPI = "$JS.API"
+
+// tenantExports is everything a submitter may do, as exports of the fleet
+// account. Nothing else of the fleet account is reachable from a tenant.
+var tenantExports = []tenantExport{
+	// Publish tasks as itself.
+	{subject: messages.SubjectTasksPrefix + ".*.*.%s.>", local: true},
+	// Its manifests: read (direct get by key) and write (KV put).
+	{subject: "$KV." + messages.BucketBatches + ".%s.>"},
+	{subject: jsAPI + ".DIRECT.GET.KV_" + messages.BucketBatches + ".$KV." + messages.BucketBatches + ".%s.>"},
+	// Cancel its batches.
+	{subject: "$KV." + messages.BucketCancel + ".%s.>"},
+	// Its results: last by subject, and ordered consumers filtered to them
+	// (the filter is part of the create subject, which the server checks
+	// against the request body).
+	{subject: jsAPI + ".DIRECT.GET." + messages.StreamResults + "." + messages.SubjectResultsPrefix + ".%s.>"},
+	{subject: jsAPI + ".CONSUMER.CREATE." + messages.StreamResults + ".*." + messages.SubjectResultsPrefix + ".%s.>"},
+	{subject: jsAPI + ".CONSUMER.MSG.NEXT." + messages.StreamResults + ".*", multi: true, noToken: true},
+	// Opening a stream or bucket reads its info.
+	{subject: jsAPI + ".STREAM.INFO." + messages.StreamResults, noToken: true},
+	{subject: jsAPI + ".STREAM.INFO.KV_" + messages.BucketBatches, noToken: true},
+	{subject: jsAPI + ".STREAM.INFO.KV_" + messages.BucketCancel, noToken: true},
+	// Its live events.
+	{subject: messages.SubjectEventsPrefix + ".%s.>", local: true, stream: true},
+	// The host registry, read by every tenant: a watcher (an ordered push
+	// consumer delivering to the tenant's inbox, answered with flow
+	// control) and direct gets.
+	{subject: jsAPI + ".STREAM.INFO.KV_" + messages.BucketHosts, noToken: true},
+	{subject: jsAPI + ".CONSUMER.CREATE.KV_" + messages.BucketHosts + ".>", noToken: true},
+	{subject: jsAPI + ".CONSUMER.DELETE.KV_" + messages.BucketHosts + ".*", noToken: true},
+	{subject: jsAPI + ".DIRECT.GET.KV_" + messages.BucketHosts + ".>", noToken: true},
+	{subject: "$JS.FC.KV_" + messages.BucketHosts + ".>", local: true, noToken: true},
+	// Its inbox, for what the fleet delivers to it (the watcher above).
+	{subject: TenantInboxRoot + ".%s.>", local: true, stream: true},
+}
+
+// TenantInboxRoot is the root of a tenant's inbox prefix, TenantInboxRoot +
+// "." + tenant: push deliveries made in the fleet account reach the tenant
+// through a stream export of its own inbox subjects.
+const TenantInboxRoot = messages.TenantInboxRoot
+
+// TenantInbox is the inbox prefix of tenant's connections.
+func TenantInbox(tenant string) string { return messages.TenantInbox(tenant) }
+
+// tokenPosition is the 1-based position of the tenant token.
+func (e tenantExport) tokenPosition() int {
+	for i, tok := range strings.Split(e.subject, ".") {
+		if tok == "%s" {
+			return i + 1
+		}
+	}
+	return 0
+}
+
+func (e tenantExport) fleetSubject(tenant string) string {
+	if e.noToken {
+		return e.subject
+	}
+	return fmt.Sprintf(e.subject, tenant)
+}
+
+// tenantSubject is the subject a tenant's client uses.
+func (e tenantExport) tenantSubject(tenant string) string {
+	s := e.fleetSubject(tenant)
+	if e.local {
+		return s
+	}
+	if rest, ok := strings.CutPrefix(s, jsAPI+"."); ok {
+		return TenantAPIPrefix + "." + rest
+	}
+	// KV writes from a client with an API prefix go to <prefix>.$KV...
+	return TenantAPIPrefix + "." + s
+}
+
+// workerPermissions is what a worker of pool may publish and subscribe to
+// in the fleet account.
+func workerPermissions(pool string) (pub, sub []string) {
+	pub = []string{
+		jsAPI + ".INFO",
+		jsAPI + ".STREAM.INFO.*",
+		// Its pool's consumers only: the filter is in the create subject.
+		jsAPI + ".CONSUMER.CREATE." + messages.StreamTasks + ".*." + messages.SubjectTasksPrefix + "." + pool + ".>",
+		jsAPI + ".CONSUMER.INFO." + messages.StreamTasks + ".*",
+		jsAPI + ".CONSUMER.MSG.NEXT." + messages.StreamTasks + ".*",
+		"$JS.ACK." + messages.StreamTasks + ".>",
+		// Whether a result is stored; a dead task's payload by sequence.
+		jsAPI + ".DIRECT.GET." + messages.StreamResults + ".>",
+		jsAPI + ".DIRECT.GET." + messages.StreamTasks,
+		jsAPI + ".STREAM.MSG.GET." + messages.StreamTasks,
+		messages.SubjectResultsPrefix + ".>",
+		messages.SubjectEventsPrefix + ".>",
+		messages.SubjectDLQPrefix + ".>",
+		"_INBOX.>",
+		// Events to a tenant's inbox (a task's reply), which reach it
+		// through the export of its inbox subjects.
+		TenantInboxRoot + ".>",
+		// Its pool's registry entries (keys "<pool>.<host>").
+		"$KV." + messages.BucketHosts + "." + pool + ".>",
+		// The cancel watcher: an ordered push consumer on the bucket.
+		jsAPI + ".CONSUMER.CREATE.KV_" + messages.BucketCancel + ".>",
+		jsAPI + ".CONSUMER.DELETE.KV_" + messages.BucketCancel + ".*",
+		jsAPI + ".CONSUMER.INFO.KV_" + messages.BucketCancel + ".*",
+		"$JS.FC.KV_" + messages.BucketCancel + ".>",
+	}
+	sub = []string{
+		"_INBOX.>",
+		"$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES." + messages.StreamTasks + ".*",
+	}
+	return pub, sub
+}
+
+// ServerConfig renders the nats-server configuration st describes: a
+// file a stock nats-server accepts (`nats-server -c server.conf`), and
+// that `warren broker --auth-dir` loads with the server's own parser.
+// Listen address and store directory come from the command line.
+func ServerConfig(st AuthState) string {
+	var b strings.Builder
+	b.WriteString("# Generated by `warren auth` from auth.json. Do not edit: change it with\n")
+	b.WriteString("# `warren auth add-submitter|revoke`; a broker started with --auth-dir reloads it.\n")
+	b.WriteString("jetstream: enabled\n")
+	b.WriteString("max_payload: 8MB\n")
+	if st.TLS != nil {
+		fmt.Fprintf(&b, "tls {\n  cert_file: %s\n  key_file: %s\n  timeout: 5\n}\n", strconv.Quote(st.TLS.Cert), strconv.Quote(st.TLS.Key))
+	}
+	b.WriteString("accounts {\n")
+	fmt.Fprintf(&b, "  %s {\n    jetstream: enabled\n    users: [\n", FleetAccount)
+	for _, p := range st.Principals {
+		if p.Revoked() {
+			continue
+		}
+		switch p.Role {
+		case RoleAdmin:
+			fmt.Fprintf(&b, "      { nkey: %s } # admin %q\n", strconv.Quote(p.PublicKey), p.Name)
+		case RoleWorker:
+			pub, sub := workerPermissions(p.Pool)
+			fmt.Fprintf(&b, "      { nkey: %s, permissions: { publish: { allow: %s }, subscribe: { allow: %s } } } # worker %q, pool %q\n",
+				strconv.Quote(p.PublicKey), confList(pub), confList(sub), p.Name, p.Pool)
+		}
+	}
+	b.WriteString("    ]\n    exports: [\n")
+	for _, e := range tenantExports {
+		kind := "service"
+		if e.stream {
+			kind = "stream"
+		}
+		fmt.Fprintf(&b, "      { %s: %s", kind, strconv.Quote(e.fleetSubject("*")))
+		if pos := e.tokenPosition(); pos > 0 && !e.noToken {
+			fmt.Fprintf(&b, ", account_token_position: %d", pos)
+		}
+		if e.multi {
+			b.WriteString(", response_type: stream")
+		}
+		b.WriteString(" }\n")
+	}
+	b.WriteString("    ]\n  }\n")
+	for _, p := range st.Principals {
+		if p.Role != RoleSubmitter || p.Revoked() {
+			continue
+		}
+		writeTenantAccount(&b, p)
+	}
+	b.WriteString("}\n")
+	return b.String()
+}
+
+func writeTenantAccount(b *strings.Builder, p Principal) {
+	t := p.Tenant()
+	var pub []string
+	for _, e := range tenantExports {
+		if !e.stream {
+			pub = append(pub, e.tenantSubject(t))
+		}
+	}
+	sub := []string{TenantInbox(t) + ".>", messages.SubjectEventsPrefix + "." + t + ".>"}
+	fmt.Fprintf(b, "  %s {\n    users: [\n", strconv.Quote(t))
+	fmt.Fprintf(b, "      { nkey: %s, permissions: { publish: { allow: %s }, subscribe: { allow: %s } } } # submitter %q\n",
+		strconv.Quote(p.PublicKey), confList(pub), confList(sub), p.Name)
+	b.WriteString("    ]\n    imports: [\n")
+	for _, e := range tenantExports {
+		kind := "service"
+		if e.stream {
+			kind = "stream"
+		}
+		fmt.Fprintf(b, "      { %s: { account: %s, subject: %s }", kind, FleetAccount, strconv.Quote(e.fleetSubject(t)))
+		if !e.local {
+			fmt.Fprintf(b, ", to: %s", strconv.Quote(e.tenantSubject(t)))
+		}
+		b.WriteString(" }\n")
+	}
+	b.WriteString("    ]\n  }\n")
+}
+
+func confList(items []string) string {
+	q := make([]string, len(items))
+	for i, s := range items {
+		q[i] = strconv.Quote(s)
+	}
+	return "[" + strings.Join(q, ", ") + "]"
+}

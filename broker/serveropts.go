@@ -1,0 +1,88 @@
+package broker
+
+import (
+	"crypto/tls"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+)
+
+// options builds the server options: ConfigFile's (accounts, users, TLS)
+// when set, with Config's listen address, store and limits over them.
+func (s *Server) options() (*server.Options, error) {
+	opts := &server.Options{}
+	if s.cfg.ConfigFile != "" {
+		o, err := server.ProcessConfigFile(s.cfg.ConfigFile)
+		if err != nil {
+			return nil, fmt.Errorf("broker: auth config: %w", err)
+		}
+		opts = o
+	}
+	opts.ServerName = "warren"
+	opts.Host, opts.Port, opts.DontListen = s.cfg.Host, s.cfg.Port, s.cfg.DontListen
+	opts.JetStream = true
+	opts.StoreDir = filepath.Join(s.cfg.DataDir, "jetstream")
+	opts.MaxPayload = s.cfg.MaxPayload
+	opts.NoSigs, opts.NoLog = true, true
+	if s.cfg.TLS.Cert != "" {
+		tc, err := server.GenTLSConfig(&server.TLSConfigOpts{CertFile: s.cfg.TLS.Cert, KeyFile: s.cfg.TLS.Key, Timeout: 5})
+		if err != nil {
+			return nil, fmt.Errorf("broker: TLS: %w", err)
+		}
+		tc.MinVersion = tls.VersionTLS12
+		opts.TLSConfig, opts.TLSVerify, opts.TLSTimeout = tc, false, 5
+	}
+	return opts, nil
+}
+
+// watchConfig reloads ConfigFile when it changes: a revoked user is
+// disconnected, a new tenant can connect. A file that does not parse is
+// logged and the running configuration kept.
+func (s *Server) watchConfig(ns *server.Server) {
+	last := modTime(s.cfg.ConfigFile)
+	t := time.NewTicker(s.cfg.ReloadInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stopWatch:
+			return
+		case <-t.C:
+		}
+		m := modTime(s.cfg.ConfigFile)
+		if m.Equal(last) {
+			continue
+		}
+		last = m
+		if err := s.Reload(); err != nil {
+			s.log.Error().Err(err).Str("config", s.cfg.ConfigFile).Msg("auth config changed but could not be loaded; keeping the running one")
+			continue
+		}
+		s.log.Info().Str("config", s.cfg.ConfigFile).Msg("auth config reloaded")
+	}
+}
+
+// Reload re-reads ConfigFile now.
+func (s *Server) Reload() error {
+	s.mu.Lock()
+	ns := s.ns
+	s.mu.Unlock()
+	if ns == nil {
+		return fmt.Errorf("broker: not started")
+	}
+	opts, err := s.options()
+	if err != nil {
+		return err
+	}
+	return ns.ReloadOptions(opts)
+}
+
+func modTime(path string) time.Time {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return time.Time{}
+	}
+	return fi.ModTime()
+}
