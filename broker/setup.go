@@ -73,12 +73,17 @@ func Setup(ctx context.Context, js jetstream.JetStream, c StreamConfig) error {
 		},
 		{
 			Name:        messages.StreamDLQ,
-			Description: "Warren dead letters: refused or undeliverable tasks with their payload",
+			Description: "Warren dead letters: refused or undeliverable tasks with their payload, one per task attempt and reason",
 			Subjects:    []string{messages.SubjectDLQPrefix + ".>"},
 			Retention:   jetstream.LimitsPolicy,
 			MaxAge:      c.DLQMaxAge,
-			Storage:     c.Storage,
-			Replicas:    c.Replicas,
+			// One dead letter per warren.dlq.<reason>.<batch>.<attempt>.<id>:
+			// a redelivered task is not dead-lettered twice, however late.
+			MaxMsgsPerSubject:    1,
+			Discard:              jetstream.DiscardNew,
+			DiscardNewPerSubject: true,
+			Storage:              c.Storage,
+			Replicas:             c.Replicas,
 		},
 	}
 	for _, sc := range streams {
@@ -90,11 +95,21 @@ func Setup(ctx context.Context, js jetstream.JetStream, c StreamConfig) error {
 		{Bucket: messages.BucketHosts, Description: "Warren host registry", TTL: c.HostTTL, History: 1, Storage: c.Storage, Replicas: c.Replicas},
 		{Bucket: messages.BucketCancel, Description: "Warren cancelled batches and tasks", TTL: c.ResultMaxAge, History: 1, Storage: c.Storage, Replicas: c.Replicas},
 		{Bucket: messages.BucketBatches, Description: "Warren batch manifests: task counts per attempt", TTL: c.TaskMaxAge, History: 1, Storage: c.Storage, Replicas: c.Replicas},
+		// Claims carry a per-key TTL set by the claiming worker (its
+		// AckWait); LimitMarkerTTL enables it and keeps expiry markers a
+		// minute.
+		{Bucket: messages.BucketClaims, Description: "Warren task-attempt claims: which worker runs an attempt", History: 1, LimitMarkerTTL: time.Minute, Storage: c.Storage, Replicas: c.Replicas},
 	}
 	for _, kc := range buckets {
 		if _, err := js.CreateOrUpdateKeyValue(ctx, kc); err != nil {
 			return fmt.Errorf("broker: set up bucket %s: %w", kc.Bucket, err)
 		}
+	}
+	if _, err := js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{
+		Bucket: messages.BucketOutputs, Description: "Warren result outputs too large for the result message",
+		TTL: c.ResultMaxAge, Storage: c.Storage, Replicas: c.Replicas,
+	}); err != nil {
+		return fmt.Errorf("broker: set up object store %s: %w", messages.BucketOutputs, err)
 	}
 	return nil
 }

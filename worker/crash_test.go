@@ -124,7 +124,7 @@ func TestDeathOnLastDeliveryIsDeadLettered(t *testing.T) {
 	require.Equal(t, messages.CodeMaxDeliveries, r.Error.Code)
 	dlq, err := b.JS.Stream(context.Background(), messages.StreamDLQ)
 	require.NoError(t, err)
-	m, err := dlq.GetLastMsgForSubject(context.Background(), messages.DLQSubject("max_deliveries", "last"))
+	m, err := dlq.GetLastMsgForSubject(context.Background(), messages.DLQSubject("max_deliveries", "last", 1, "t1"))
 	require.NoError(t, err)
 	task, err := messages.DecodeTask(m.Data)
 	require.NoError(t, err, "the dead letter keeps the original payload")

@@ -22,14 +22,25 @@ type emitter struct {
 }
 
 func newEmitter(nc *nats.Conn, t *messages.Task, delivery int, host string) *emitter {
+	return newEmitterTo(nc, messages.TaskIdentity{ID: t.ID, Batch: t.Batch, Attempt: t.EffectiveAttempt(), Reply: t.EffectiveReply()}, delivery, host)
+}
+
+// newEmitterTo is newEmitter for a task known only by its identity (an
+// invalid body).
+func newEmitterTo(nc *nats.Conn, ident messages.TaskIdentity, delivery int, host string) *emitter {
 	return &emitter{
 		nc:      nc,
-		subject: t.EffectiveReply(),
+		subject: ident.Reply,
 		base: messages.Event{
-			V: messages.Version, TaskID: t.ID, Batch: t.Batch,
-			Attempt: t.EffectiveAttempt(), Delivery: delivery, Host: host,
+			V: messages.Version, TaskID: ident.ID, Batch: ident.Batch,
+			Attempt: ident.Attempt, Delivery: delivery, Host: host,
 		},
 	}
+}
+
+// emitError sends an error event carrying err's code.
+func (e *emitter) emitError(err *messages.Error) {
+	e.emit(messages.EventError, err.Msg, func(ev *messages.Event) { ev.Error = err })
 }
 
 // emit sends one event; fill sets type-specific fields. Publishing is
@@ -51,7 +62,7 @@ func (e *emitter) emit(typ messages.EventType, data string, fill func(*messages.
 		return
 	}
 	_ = e.nc.Publish(e.subject, b)
-	if ev.Terminal() {
+	if ev.Final {
 		e.closed = true
 	}
 }

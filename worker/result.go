@@ -17,7 +17,6 @@ import (
 // a broker outage for up to storeTimeout. A result already stored (by an
 // earlier delivery) counts as stored: the broker keeps the first.
 func (w *Worker) storeResult(res *messages.Result) error {
-	w.fitPayload(res)
 	data, err := json.Marshal(res)
 	if err != nil {
 		return fmt.Errorf("encode result: %w", err)
@@ -53,31 +52,73 @@ func (w *Worker) resultStored(t *messages.Task) bool {
 	return err == nil
 }
 
-// fitPayload trims captured output so the result fits the broker's max
-// payload, marking what it cut.
-func (w *Worker) fitPayload(res *messages.Result) {
-	maxPayload := w.nc.MaxPayload() - 16<<10 // headers and JSON escaping slack
-	size := int64(len(res.Stdout) + len(res.Stderr))
-	if size <= maxPayload/2 { // JSON escaping can double the size
-		return
+// resultHeaderRoom is kept free in a result message for its headers.
+const resultHeaderRoom = 4 << 10
+
+// spillOutputs moves captured stdout and stderr, the larger first, into
+// the outputs object store while the encoded result would not fit the
+// broker's max payload, and names the objects in the result. The bytes are
+// all kept: only output_bytes truncates. seq is the task message's TASKS
+// sequence, which with the delivery makes the object names unique to this
+// run.
+func (w *Worker) spillOutputs(res *messages.Result, seq uint64) error {
+	limit := int(w.nc.MaxPayload()) - resultHeaderRoom
+	for {
+		data, err := json.Marshal(res)
+		if err != nil {
+			return fmt.Errorf("encode result: %w", err)
+		}
+		if len(data) <= limit {
+			return nil
+		}
+		stream, out, obj := "stdout", &res.Stdout, &res.StdoutObject
+		if len(res.Stderr) > len(res.Stdout) {
+			stream, out, obj = "stderr", &res.Stderr, &res.StderrObject
+		}
+		if *out == "" {
+			// Only a huge verdict message is left: keep its head.
+			if res.Verdict != nil && len(res.Verdict.Messages) > 64<<10 {
+				res.Verdict.Messages = res.Verdict.Messages[:64<<10] + "\n[cut: the checker's messages did not fit the result]"
+				continue
+			}
+			return fmt.Errorf("result of %s is %d bytes with no output left to move out; the broker takes %d", res.TaskID, len(data), limit)
+		}
+		name := messages.OutputObjectName(res.Batch, res.Attempt, res.TaskID, seq, res.Delivery, stream)
+		if err := w.putOutput(name, *out); err != nil {
+			return err
+		}
+		*out, *obj = "", name
 	}
-	each := max(maxPayload/4, 0)
-	if int64(len(res.Stdout)) > each {
-		res.Stdout, res.StdoutTruncated = res.Stdout[:each], true
-	}
-	if int64(len(res.Stderr)) > each {
-		res.Stderr, res.StderrTruncated = res.Stderr[:each], true
+}
+
+func (w *Worker) putOutput(name, data string) error {
+	deadline := time.Now().Add(storeTimeout)
+	b := newBackoff(100*time.Millisecond, 2*time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		_, err := w.outputs.PutBytes(ctx, name, []byte(data))
+		cancel()
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("store output %s: %w", name, err)
+		}
+		w.log.Warn().Err(err).Str("object", name).Msg("storing output failed; retrying")
+		time.Sleep(b.next())
 	}
 }
 
 // deadLetter copies a task's payload to the DLQ with the reason, before the
 // caller Terms it (Term would not delete it from the Limits-retention TASKS
-// stream, but the DLQ is where operators look).
-func (w *Worker) deadLetter(payload []byte, h nats.Header, reason, batch string, seq uint64, why string) {
+// stream, but the DLQ is where operators look). The DLQ keeps one letter
+// per task attempt and reason, so a redelivered task is dead-lettered once
+// however late it comes back; the refusal of a second is success.
+func (w *Worker) deadLetter(payload []byte, h nats.Header, reason, batch string, attempt int, id string, seq uint64, why string) {
 	if !messages.ValidID(batch) {
 		batch = "unknown"
 	}
-	msg := &nats.Msg{Subject: messages.DLQSubject(reason, batch), Data: payload, Header: nats.Header{}}
+	msg := &nats.Msg{Subject: messages.DLQSubject(reason, batch, attempt, id), Data: payload, Header: nats.Header{}}
 	for k, v := range h {
 		if k != messages.HeaderMsgID {
 			msg.Header[k] = v
@@ -89,10 +130,9 @@ func (w *Worker) deadLetter(payload []byte, h nats.Header, reason, batch string,
 	}
 	msg.Header.Set(messages.HeaderDLQError, why)
 	msg.Header.Set(messages.HeaderDLQStreamSeq, strconv.FormatUint(seq, 10))
-	msg.Header.Set(messages.HeaderMsgID, "dlq."+strconv.FormatUint(seq, 10))
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if _, err := w.js.PublishMsg(ctx, msg); err != nil {
+	if _, err := w.js.PublishMsg(ctx, msg); err != nil && !broker.IsResultExists(err) {
 		w.log.Error().Err(err).Uint64("stream_seq", seq).Msg("could not dead-letter task")
 	}
 }
@@ -144,32 +184,37 @@ func (w *Worker) handleMaxDeliveries(adv maxDeliveriesAdvisory) {
 		return
 	}
 	why := fmt.Sprintf("no worker finished it in %d deliveries (workers died or timed out)", adv.Deliveries)
-	t, derr := messages.DecodeTask(raw.Data)
 	var res *messages.Result
-	if derr != nil {
-		id, batch, attempt := identifyRaw(raw)
-		res = &messages.Result{V: messages.Version, TaskID: id, Batch: batch, Attempt: attempt}
-	} else {
+	var ident messages.TaskIdentity
+	t, derr := messages.DecodeTask(raw.Data)
+	if derr == nil {
+		// Another message of the same attempt may be running, or the claim
+		// of the worker that died not yet expired: the attempt's own result,
+		// if it comes, wins over giving up.
+		meta := &jetstream.MsgMetadata{Sequence: jetstream.SequencePair{Stream: adv.StreamSeq}, NumDelivered: adv.Deliveries}
+		held, stored, err := w.awaitClaim(nil, meta, t)
+		if stored || err != nil {
+			return
+		}
+		defer w.claims.release(held)
+		if w.resultStored(t) {
+			return
+		}
 		res = w.baseResult(t, int(adv.Deliveries))
+		ident = messages.TaskIdentity{ID: t.ID, Batch: t.Batch, Attempt: t.EffectiveAttempt(), Reply: t.EffectiveReply()}
+	} else {
+		ident = identify(raw.Data, raw.Header, raw.Subject, raw.Sequence)
+		res = &messages.Result{V: messages.Version, TaskID: ident.ID, Batch: ident.Batch, Attempt: ident.Attempt}
 	}
 	res.V, res.Delivery, res.Host, res.ExitCode = messages.Version, int(adv.Deliveries), w.cfg.HostID, -1
 	res.Status = messages.StatusInfraError
 	res.Error = &messages.Error{Code: messages.CodeMaxDeliveries, Msg: why}
 	res.FinishedAt = time.Now().UTC()
-	w.deadLetter(raw.Data, raw.Header, "max_deliveries", res.Batch, adv.StreamSeq, why)
-	if err := w.storeResult(res); err != nil {
+	w.deadLetter(raw.Data, raw.Header, "max_deliveries", res.Batch, res.Attempt, res.TaskID, adv.StreamSeq, why)
+	// The worker that had the last delivery died without a word: speak for
+	// it as the next delivery, so a client waiting for events hears the end.
+	em := newEmitterTo(w.nc, ident, int(adv.Deliveries)+1, w.cfg.HostID)
+	if err := w.conclude(em, res); err != nil {
 		w.log.Error().Err(err).Msg("max deliveries: could not store result")
 	}
-}
-
-func identifyRaw(raw *jetstream.RawStreamMsg) (id, batch string, attempt int) {
-	id, batch = raw.Header.Get(messages.HeaderTaskID), raw.Header.Get(messages.HeaderBatch)
-	attempt, _ = strconv.Atoi(raw.Header.Get(messages.HeaderAttempt))
-	if !messages.ValidID(id) {
-		id = fmt.Sprintf("seq-%d", raw.Sequence)
-	}
-	if !messages.ValidID(batch) {
-		batch = "unknown"
-	}
-	return id, batch, max(attempt, 1)
 }
