@@ -60,7 +60,9 @@ func TestInvalidTaskAnswersItsClient(t *testing.T) {
 		field   string
 	}{
 		{name: "reply from the body, ids from the body", subject: onDefault,
-			data:   body(func(m map[string]any) { m["id"], m["attempt"], m["kind"], m["reply"] = "nohdr", 3, "bogus", "my.inbox.nohdr" }),
+			data: body(func(m map[string]any) {
+				m["id"], m["attempt"], m["kind"], m["reply"] = "nohdr", 3, "bogus", "my.inbox.nohdr"
+			}),
 			listen: "my.inbox.nohdr", id: "nohdr", attempt: 3, code: messages.CodeUnknownKind, field: "kind"},
 		{name: "undecodable body: headers name it", subject: onDefault,
 			data:    []byte(`{"v":1,"id":`),
