@@ -53,6 +53,9 @@ func (t *Task) Validate() error {
 	if err := t.validateEnv(); err != nil {
 		return err
 	}
+	if err := t.validateExecSize(); err != nil {
+		return err
+	}
 	if err := t.validateFiles(); err != nil {
 		return err
 	}
