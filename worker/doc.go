@@ -27,11 +27,42 @@
 // starts within PullWait and a busy profile never waits for a slot that
 // is free.
 //
+// # Claims: one run per attempt
+//
+// Before running, a delivery claims its task attempt: it creates the key
+// <batch>.<attempt>.<id> in the warren_claims bucket (create-only, a TTL of
+// Consumer.AckWait), naming this host and the message's stream sequence,
+// and each heartbeat renews it. A delivery that finds the attempt claimed
+// by another run (another worker's live claim, or another message of the
+// attempt running here) waits, heartbeating its own message, until the
+// result is stored (then it acks without running or emitting events) or
+// the claim goes (then it claims it). So an attempt runs at most once at a
+// time and yields one result whatever Nats-Msg-Id its publishers used. A
+// claim naming this host that no run here holds is left over from an
+// earlier life of the worker and is taken over at once; one whose holder
+// died expires after the TTL. A run that loses its claim (no renewal for a
+// whole TTL, and another run took it) is cancelled and its message Nak'ed,
+// to come back and wait. Claims are released (purged) when a run ends.
+//
+// # Events
+//
+// Every task attempt's last event is an exit with Final set, carrying the
+// stored result's status, sent after the result is stored: after a run;
+// after the error event of an invalid task or of the last infrastructure
+// failure; on behalf of a worker that died on the last delivery (as
+// delivery N+1). An error event followed by a retry is not final. started
+// is sent when the task is handed to the sandbox: a task cancelled before
+// that, or refused as invalid, sends no started.
+//
 // # Failure handling
 //
-//   - Invalid task (undecodable, fails validation): an invalid result naming
-//     the field and a stable code, a copy in the dead-letter stream, Term. It
-//     is never redelivered and the worker keeps serving.
+//   - Invalid task (undecodable, fails validation, or its headers or subject
+//     disagree with the body): an invalid result naming the field and a
+//     stable code, filed under the body's id and attempt when the body names
+//     them (else the headers', else seq-N); an error and a final exit event
+//     on the body's reply subject (else the default event subject); a copy
+//     in the dead-letter stream, Term. It is never redelivered and the
+//     worker keeps serving.
 //   - Infrastructure failure (sandbox unavailable, setup error, panic): Nak
 //     with a delay doubling per delivery; on the last allowed delivery an
 //     infra_error result, a dead letter and Term.
@@ -39,12 +70,25 @@
 //     heartbeats while a task runs) expires and the task is redelivered. A
 //     task that exhausts MaxDeliver this way is caught from the server's
 //     max-deliveries advisory by any worker and dead-lettered with an
-//     infra_error result, so a batch always completes.
+//     infra_error result, so a batch always completes; that worker first
+//     waits while the attempt is claimed, so a live run's result wins.
+//   - Dead letters are kept once per task attempt and reason (one message
+//     per DLQ subject): a redelivered task is never dead-lettered twice.
 //   - Lost ack: a redelivered task whose result is already stored is acked
 //     without running again; the RESULTS stream refuses a second result for
 //     the same attempt in any case.
 //   - Broker outage: results are retried for up to two minutes while the
 //     task's message stays unacked.
+//
+// # Limits
+//
+// A result is one message: when it would not fit the broker's max payload,
+// the larger output stream (then the other) is stored whole in the
+// warren_outputs object store and the result names the object, so the
+// stored output is everything up to output_bytes. A delivery waiting for
+// another run of its attempt holds its slot while it waits. Between the end
+// of a run and its stored result (up to two minutes of broker outage) the
+// claim is not renewed.
 //
 // # Shutdown
 //
