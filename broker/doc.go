@@ -12,7 +12,8 @@
 //	                (MaxMsgsPerSubject 1 + DiscardNewPerSubject): the broker
 //	                itself refuses a second result for the same task attempt.
 //	WARREN_DLQ      dead letters with their original payload and a reason,
-//	                one per warren.dlq.<reason>.<batch>.<attempt>.<id>.
+//	                one per warren.dlq.<reason>.<batch>.<attempt>.<id> (workers
+//	                publish expecting the subject empty).
 //	warren_hosts    KV: the host registry, entries expire unless refreshed.
 //	warren_cancel   KV: cancelled batches and tasks.
 //	warren_batches  KV: batch manifests (task count per attempt).

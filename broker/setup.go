@@ -73,17 +73,12 @@ func Setup(ctx context.Context, js jetstream.JetStream, c StreamConfig) error {
 		},
 		{
 			Name:        messages.StreamDLQ,
-			Description: "Warren dead letters: refused or undeliverable tasks with their payload, one per task attempt and reason",
+			Description: "Warren dead letters: refused or undeliverable tasks with their payload",
 			Subjects:    []string{messages.SubjectDLQPrefix + ".>"},
 			Retention:   jetstream.LimitsPolicy,
 			MaxAge:      c.DLQMaxAge,
-			// One dead letter per warren.dlq.<reason>.<batch>.<attempt>.<id>:
-			// a redelivered task is not dead-lettered twice, however late.
-			MaxMsgsPerSubject:    1,
-			Discard:              jetstream.DiscardNew,
-			DiscardNewPerSubject: true,
-			Storage:              c.Storage,
-			Replicas:             c.Replicas,
+			Storage:     c.Storage,
+			Replicas:    c.Replicas,
 		},
 	}
 	for _, sc := range streams {

@@ -76,9 +76,10 @@ func EventSubject(batch, id string) string {
 	return fmt.Sprintf("%s.%s.%s", SubjectEventsPrefix, batch, id)
 }
 
-// DLQSubject is where the dead letter of a task attempt is kept. The DLQ
-// stream keeps one message per subject and refuses the next, so an attempt
-// is dead-lettered once per reason however often it is redelivered.
+// DLQSubject is where the dead letter of a task attempt is kept. Workers
+// publish it expecting the subject to be empty
+// (Nats-Expected-Last-Subject-Sequence: 0), so an attempt is dead-lettered
+// once per reason however often or late it is redelivered.
 func DLQSubject(reason, batch string, attempt int, id string) string {
 	return fmt.Sprintf("%s.%s.%s.%d.%s", SubjectDLQPrefix, reason, batch, attempt, id)
 }

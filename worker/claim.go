@@ -121,9 +121,8 @@ func (c *claims) refresh(ctx context.Context, h *heldClaim) error {
 	defer h.mu.Unlock()
 	rev, err := c.put(ctx, h.key, h.val, h.rev)
 	if err != nil {
-		var apiErr *jetstream.APIError
-		if !errors.As(err, &apiErr) {
-			return err // not an answer from the server: try again later
+		if !isWrongLastSeq(err) {
+			return err // the broker is away or busy: try again later
 		}
 		// It expired (the broker was away longer than the TTL, say): take
 		// it back if nobody else did.

@@ -7,7 +7,6 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
-	"github.com/warrenhq/warren/broker"
 	"github.com/warrenhq/warren/broker/brokertest"
 	"github.com/warrenhq/warren/messages"
 )
@@ -36,7 +35,10 @@ func TestInvalidAttemptIsDeadLetteredOnce(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, map[string]uint64{letter: 1}, info.State.Subjects, "one dead letter for the attempt")
 
-	// However late another comes, without any message id: refused.
-	_, err = b.JS.Publish(context.Background(), letter, data)
-	require.True(t, broker.IsResultExists(err), "a second dead letter for the attempt is refused: %v", err)
+	// However late another comes, without any message id, a worker's
+	// publish of it is refused.
+	_, err = b.JS.Publish(context.Background(), letter, data, jetstream.WithExpectLastSequencePerSubject(0))
+	var apiErr *jetstream.APIError
+	require.ErrorAs(t, err, &apiErr)
+	require.Equal(t, jetstream.JSErrCodeStreamWrongLastSequence, apiErr.ErrorCode)
 }

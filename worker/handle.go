@@ -44,12 +44,6 @@ func (w *Worker) handle(msg jetstream.Msg) {
 	}
 	log := w.log.With().Str("batch", task.Batch).Str("task_id", task.ID).Int("attempt", task.EffectiveAttempt()).Int("delivery", delivery).Logger()
 
-	// A redelivery after a lost ack: the result is already stored.
-	if w.resultStored(task) {
-		log.Debug().Msg("result already stored; acking redelivery")
-		w.ack(msg)
-		return
-	}
 	// At most one run of the attempt at a time: claim it, or wait for the
 	// run that holds it. A waiting delivery emits no events.
 	held, stored, err := w.awaitClaim(msg, meta, task)
@@ -67,9 +61,10 @@ func (w *Worker) handle(msg jetstream.Msg) {
 		return
 	}
 	defer w.claims.release(held)
-	// The run we waited for may have stored its result and released the
-	// claim between two looks.
+	// A redelivery after a lost ack, or the run we waited for stored its
+	// result and released the claim between two looks: stored already.
 	if w.resultStored(task) {
+		log.Debug().Msg("result already stored; acking this delivery")
 		w.ack(msg)
 		return
 	}

@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -111,9 +112,10 @@ func (w *Worker) putOutput(name, data string) error {
 
 // deadLetter copies a task's payload to the DLQ with the reason, before the
 // caller Terms it (Term would not delete it from the Limits-retention TASKS
-// stream, but the DLQ is where operators look). The DLQ keeps one letter
-// per task attempt and reason, so a redelivered task is dead-lettered once
-// however late it comes back; the refusal of a second is success.
+// stream, but the DLQ is where operators look). It is published expecting
+// its per-attempt subject to be empty, so a redelivered task is
+// dead-lettered once per reason however late it comes back (no dedup time
+// window); the refusal of a second is success.
 func (w *Worker) deadLetter(payload []byte, h nats.Header, reason, batch string, attempt int, id string, seq uint64, why string) {
 	if !messages.ValidID(batch) {
 		batch = "unknown"
@@ -132,9 +134,18 @@ func (w *Worker) deadLetter(payload []byte, h nats.Header, reason, batch string,
 	msg.Header.Set(messages.HeaderDLQStreamSeq, strconv.FormatUint(seq, 10))
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if _, err := w.js.PublishMsg(ctx, msg); err != nil && !broker.IsResultExists(err) {
+	if _, err := w.js.PublishMsg(ctx, msg, jetstream.WithExpectLastSequencePerSubject(0)); err != nil && !isWrongLastSeq(err) {
 		w.log.Error().Err(err).Uint64("stream_seq", seq).Msg("could not dead-letter task")
 	}
+}
+
+// isWrongLastSeq reports whether the broker refused a publish because the
+// subject's last sequence was not the expected one (10071, or 10164 on
+// replicated streams).
+func isWrongLastSeq(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) &&
+		(apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence || apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant)
 }
 
 // maxDeliveriesAdvisory is published by the server when a task reached
