@@ -46,8 +46,9 @@ func (w *Worker) openClaims(ctx context.Context) (*claims, error) {
 	if err != nil {
 		return nil, fmt.Errorf("worker: open claims bucket: %w", err)
 	}
-	// Nats-TTL has a resolution of a second.
-	ttl := max(w.cfg.Consumer.AckWait.Round(time.Second), time.Second)
+	// Nats-TTL has a resolution of a second: round up, so the claim never
+	// lives shorter than the delivery (and outlives every heartbeat gap).
+	ttl := max((w.cfg.Consumer.AckWait + time.Second - 1).Truncate(time.Second), time.Second)
 	return &claims{kv: kv, js: w.js, host: w.cfg.HostID, ttl: ttl, local: map[string]bool{}}, nil
 }
 
