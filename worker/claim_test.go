@@ -112,3 +112,46 @@ func TestOwnLeftoverClaimIsTakenOverAtOnce(t *testing.T) {
 	require.Equal(t, messages.StatusOK, r.Status)
 	require.Equal(t, "w1", r.Host)
 }
+
+// A run whose claim was taken by another run stops (never two runs at
+// once); its message comes back, waits for the other run's result and is
+// acked without running again.
+func TestRunThatLosesItsClaimStops(t *testing.T) {
+	b := brokertest.Start(t, brokertest.Options{})
+	counting := &countingRunner{inner: insecureRunner(t)}
+	started := make(chan string, 4)
+	startWorker(t, b, "w1", workerOpts{runner: counting, started: started, ackWait: 3 * time.Second})
+	events := subscribeEvents(t, b.Conn, "lost", "t1")
+	publish(t, b.JS, shTask("lost", "t1", "sleep 60"))
+	select {
+	case <-started:
+	case <-time.After(30 * time.Second):
+		t.Fatal("task did not start")
+	}
+	// Another run takes the attempt over, as if w1's claim had expired.
+	kv, err := b.JS.KeyValue(context.Background(), messages.BucketClaims)
+	require.NoError(t, err)
+	val, err := json.Marshal(messages.Claim{Host: "usurper", StreamSeq: 7, Delivery: 1, Time: time.Now().UTC()})
+	require.NoError(t, err)
+	_, err = kv.Put(context.Background(), messages.ClaimKey("lost", 1, "t1"), val)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		for _, e := range events.snapshot() {
+			if e.Type == messages.EventError {
+				return true
+			}
+		}
+		return false
+	}, 30*time.Second, 10*time.Millisecond, "w1 stopped its run")
+	require.Eventually(t, func() bool { return counting.running.Load() == 0 }, 10*time.Second, 10*time.Millisecond)
+	require.Zero(t, resultCount(t, b.JS, "lost"), "the stopped run stored no result")
+
+	// The usurper's result arrives: w1's delivery acks without a new run.
+	data, err := json.Marshal(messages.Result{V: messages.Version, TaskID: "t1", Batch: "lost", Attempt: 1, Status: messages.StatusOK, Host: "usurper"})
+	require.NoError(t, err)
+	_, err = b.JS.Publish(context.Background(), messages.ResultSubject("lost", 1, "t1"), data)
+	require.NoError(t, err)
+	consumerSettled(t, b.JS)
+	require.EqualValues(t, 1, counting.calls.Load())
+	require.Equal(t, "usurper", collect(t, b.JS, "lost", 1, 10*time.Second)["t1"].Host)
+}
