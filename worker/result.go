@@ -25,19 +25,31 @@ func (w *Worker) storeResult(res *messages.Result) error {
 	subj := messages.ResultSubject(res.Batch, res.Attempt, res.TaskID)
 	msg := &nats.Msg{Subject: subj, Data: data, Header: nats.Header{}}
 	msg.Header.Set(messages.HeaderMsgID, "result."+messages.MsgID(res.Batch, res.TaskID, res.Attempt))
+	return w.retryStore("result "+subj, 5*time.Second, func(ctx context.Context) error {
+		_, err := w.js.PublishMsg(ctx, msg)
+		if broker.IsResultExists(err) {
+			return nil
+		}
+		return err
+	})
+}
+
+// retryStore runs a write to the broker until it succeeds, retrying
+// through an outage for up to storeTimeout, each try bounded by tryTimeout.
+func (w *Worker) retryStore(what string, tryTimeout time.Duration, write func(context.Context) error) error {
 	deadline := time.Now().Add(storeTimeout)
 	b := newBackoff(100*time.Millisecond, 2*time.Second)
 	for {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		_, err = w.js.PublishMsg(ctx, msg)
+		ctx, cancel := context.WithTimeout(context.Background(), tryTimeout)
+		err := write(ctx)
 		cancel()
-		if err == nil || broker.IsResultExists(err) {
+		if err == nil {
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("store result %s: %w", subj, err)
+			return fmt.Errorf("store %s: %w", what, err)
 		}
-		w.log.Warn().Err(err).Str("subject", subj).Msg("storing result failed; retrying")
+		w.log.Warn().Err(err).Str("what", what).Msg("storing failed; retrying")
 		time.Sleep(b.next())
 	}
 }
@@ -93,21 +105,10 @@ func (w *Worker) spillOutputs(res *messages.Result, seq uint64) error {
 }
 
 func (w *Worker) putOutput(name, data string) error {
-	deadline := time.Now().Add(storeTimeout)
-	b := newBackoff(100*time.Millisecond, 2*time.Second)
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	return w.retryStore("output "+name, 30*time.Second, func(ctx context.Context) error {
 		_, err := w.outputs.PutBytes(ctx, name, []byte(data))
-		cancel()
-		if err == nil {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("store output %s: %w", name, err)
-		}
-		w.log.Warn().Err(err).Str("object", name).Msg("storing output failed; retrying")
-		time.Sleep(b.next())
-	}
+		return err
+	})
 }
 
 // deadLetter copies a task's payload to the DLQ with the reason, before the
