@@ -41,8 +41,9 @@
 // claim naming this host that no run here holds is left over from an
 // earlier life of the worker and is taken over at once; one whose holder
 // died expires after the TTL. A run that loses its claim (no renewal for a
-// whole TTL, and another run took it) is cancelled and its message Nak'ed,
-// to come back and wait. Claims are released (purged) when a run ends.
+// whole TTL, and another run took it) is cancelled at its next heartbeat
+// and its message Nak'ed, to come back and wait: a claim is a lease, so a
+// run stalled for a TTL may overlap its successor by up to one heartbeat. Claims are released (purged) when a run ends.
 //
 // # Events
 //
