@@ -17,6 +17,7 @@ import (
 func TestInvalidAttemptIsDeadLetteredOnce(t *testing.T) {
 	b := brokertest.Start(t, brokertest.Options{})
 	startWorker(t, b, "w1", workerOpts{})
+	events := subscribeEvents(t, b.Conn, "dl", "t1")
 	data := []byte(`{"v":1,"id":"t1","batch":"dl","kind":"bogus"}`)
 	subject := messages.TaskSubject(messages.DefaultPool, messages.DefaultProfile, "dl")
 	publishMsg(t, b.JS, subject, data, map[string]string{messages.HeaderMsgID: "first"})
@@ -27,6 +28,14 @@ func TestInvalidAttemptIsDeadLetteredOnce(t *testing.T) {
 	r := collect(t, b.JS, "dl", 1, 10*time.Second)["t1"]
 	require.Equal(t, messages.StatusInvalid, r.Status)
 	require.EqualValues(t, 1, resultCount(t, b.JS, "dl"))
+	events.wait(t, 10*time.Second)
+	finals := 0
+	for _, e := range events.snapshot() {
+		if e.Final {
+			finals++
+		}
+	}
+	require.Equal(t, 1, finals, "the attempt was answered once")
 
 	dlq, err := b.JS.Stream(context.Background(), messages.StreamDLQ)
 	require.NoError(t, err)

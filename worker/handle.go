@@ -289,6 +289,12 @@ func (w *Worker) refuse(msg jetstream.Msg, meta *jetstream.MsgMetadata, derr err
 		merr = &messages.Error{Code: messages.CodeMalformed, Msg: derr.Error()}
 	}
 	ident := identify(msg.Data(), msg.Headers(), msg.Subject(), meta.Sequence.Stream)
+	if w.resultStoredFor(ident.Batch, ident.Attempt, ident.ID) {
+		// Another message of the attempt was answered already: like a
+		// duplicate of a valid task, this one says nothing more.
+		_ = msg.TermWithReason("invalid task: result already stored")
+		return
+	}
 	w.log.Warn().Str("task_id", ident.ID).Str("batch", ident.Batch).Str("code", string(merr.Code)).Str("reason", merr.Error()).Msg("refusing invalid task")
 	w.deadLetter(msg.Data(), msg.Headers(), "invalid", ident.Batch, ident.Attempt, ident.ID, meta.Sequence.Stream, merr.Error())
 	res := &messages.Result{

@@ -59,9 +59,13 @@ const storeTimeout = 2 * time.Minute
 
 // resultStored reports whether the attempt's result is already in RESULTS.
 func (w *Worker) resultStored(t *messages.Task) bool {
+	return w.resultStoredFor(t.Batch, t.EffectiveAttempt(), t.ID)
+}
+
+func (w *Worker) resultStoredFor(batch string, attempt int, id string) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	_, err := w.results.GetLastMsgForSubject(ctx, messages.ResultSubject(t.Batch, t.EffectiveAttempt(), t.ID))
+	_, err := w.results.GetLastMsgForSubject(ctx, messages.ResultSubject(batch, attempt, id))
 	return err == nil
 }
 
