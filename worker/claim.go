@@ -169,7 +169,11 @@ const claimPoll = 200 * time.Millisecond
 func (w *Worker) awaitClaim(msg jetstream.Msg, meta *jetstream.MsgMetadata, t *messages.Task) (h *heldClaim, stored bool, err error) {
 	key := messages.ClaimKey(t.Batch, t.EffectiveAttempt(), t.ID)
 	cl := messages.Claim{StreamSeq: meta.Sequence.Stream, Delivery: int(meta.NumDelivered)}
-	lastHB := time.Now()
+	if msg != nil {
+		// On its own clock: a slow look at the broker must not let the
+		// delivery's AckWait run out.
+		defer every(w.cfg.Heartbeat, func() { _ = msg.InProgress() })()
+	}
 	failures := 0
 	for {
 		ctx, cancel := context.WithTimeout(w.workCtx, 5*time.Second)
@@ -185,10 +189,6 @@ func (w *Worker) awaitClaim(msg jetstream.Msg, meta *jetstream.MsgMetadata, t *m
 		}
 		if w.resultStored(t) {
 			return nil, true, nil
-		}
-		if msg != nil && time.Since(lastHB) >= w.cfg.Heartbeat {
-			_ = msg.InProgress()
-			lastHB = time.Now()
 		}
 		select {
 		case <-w.pullCtx.Done():

@@ -350,26 +350,34 @@ func (w *Worker) markRunning(d int64) {
 // resets AckWait, a refresh the claim's TTL) and tells event listeners it
 // is alive. A claim lost to another run cancels this one.
 func (w *Worker) heartbeat(msg jetstream.Msg, em *emitter, held *heldClaim, cancel context.CancelCauseFunc) (stop func()) {
+	return every(w.cfg.Heartbeat, func() {
+		_ = msg.InProgress()
+		em.emit(messages.EventKeepalive, "", nil)
+		ctx, cancelRefresh := context.WithTimeout(w.workCtx, w.cfg.Heartbeat)
+		err := w.claims.refresh(ctx, held)
+		cancelRefresh()
+		if errors.Is(err, errClaimLost) {
+			w.log.Warn().Err(err).Str("claim", held.key).Msg("stopping this run: another run holds the attempt")
+			cancel(errClaimLost)
+		}
+	})
+}
+
+// every runs fn every d in a goroutine of its own until stop, which waits
+// for a running fn to return.
+func every(d time.Duration, fn func()) (stop func()) {
 	done := make(chan struct{})
 	finished := make(chan struct{})
 	go func() {
 		defer close(finished)
-		t := time.NewTicker(w.cfg.Heartbeat)
+		t := time.NewTicker(d)
 		defer t.Stop()
 		for {
 			select {
 			case <-done:
 				return
 			case <-t.C:
-				_ = msg.InProgress()
-				em.emit(messages.EventKeepalive, "", nil)
-				ctx, cancelRefresh := context.WithTimeout(w.workCtx, w.cfg.Heartbeat)
-				err := w.claims.refresh(ctx, held)
-				cancelRefresh()
-				if errors.Is(err, errClaimLost) {
-					w.log.Warn().Err(err).Str("claim", held.key).Msg("stopping this run: another run holds the attempt")
-					cancel(errClaimLost)
-				}
+				fn()
 			}
 		}
 	}()
