@@ -187,7 +187,7 @@ func (w *Worker) awaitClaim(msg jetstream.Msg, meta *jetstream.MsgMetadata, t *m
 				return nil, false, err
 			}
 		}
-		if w.resultStored(t) {
+		if stored, _ := w.resultStored(t); stored {
 			return nil, true, nil
 		}
 		select {

@@ -79,7 +79,9 @@
 //     without running again; the RESULTS stream refuses a second result for
 //     the same attempt in any case.
 //   - Broker outage: results are retried for up to two minutes while the
-//     task's message stays unacked.
+//     task's message stays unacked (a Stop whose deadline passed stops
+//     retrying after the current try). A delivery that cannot tell whether
+//     its attempt already has a result is Nak'ed, not run.
 //
 // # Limits
 //

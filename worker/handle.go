@@ -63,7 +63,14 @@ func (w *Worker) handle(msg jetstream.Msg) {
 	defer w.claims.release(held)
 	// A redelivery after a lost ack, or the run we waited for stored its
 	// result and released the claim between two looks: stored already.
-	if w.resultStored(task) {
+	switch stored, err := w.resultStored(task); {
+	case err != nil:
+		// Running now could run a finished attempt again: come back later.
+		log.Warn().Err(err).Msg("cannot tell whether the attempt has a result; retrying")
+		w.claims.release(held)
+		_ = msg.NakWithDelay(w.cfg.RetryBase)
+		return
+	case stored:
 		log.Debug().Msg("result already stored; acking this delivery")
 		w.ack(msg)
 		return
@@ -289,7 +296,7 @@ func (w *Worker) refuse(msg jetstream.Msg, meta *jetstream.MsgMetadata, derr err
 		merr = &messages.Error{Code: messages.CodeMalformed, Msg: derr.Error()}
 	}
 	ident := identify(msg.Data(), msg.Headers(), msg.Subject(), meta.Sequence.Stream)
-	if w.resultStoredFor(ident.Batch, ident.Attempt, ident.ID) {
+	if stored, _ := w.resultStoredFor(ident.Batch, ident.Attempt, ident.ID); stored {
 		// Another message of the attempt was answered already: like a
 		// duplicate of a valid task, this one says nothing more.
 		_ = msg.TermWithReason("invalid task: result already stored")

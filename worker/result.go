@@ -46,7 +46,9 @@ func (w *Worker) retryStore(what string, tryTimeout time.Duration, write func(co
 		if err == nil {
 			return nil
 		}
-		if time.Now().After(deadline) {
+		// A worker told to stop now (Stop's deadline passed) does not wait
+		// out an outage: the unacked task is redelivered.
+		if time.Now().After(deadline) || w.workCtx.Err() != nil {
 			return fmt.Errorf("store %s: %w", what, err)
 		}
 		w.log.Warn().Err(err).Str("what", what).Msg("storing failed; retrying")
@@ -57,16 +59,24 @@ func (w *Worker) retryStore(what string, tryTimeout time.Duration, write func(co
 // storeTimeout bounds how long a finished task waits for the broker.
 const storeTimeout = 2 * time.Minute
 
-// resultStored reports whether the attempt's result is already in RESULTS.
-func (w *Worker) resultStored(t *messages.Task) bool {
+// resultStored reports whether the attempt's result is already in RESULTS;
+// an error means the broker could not say (during an outage, say).
+func (w *Worker) resultStored(t *messages.Task) (bool, error) {
 	return w.resultStoredFor(t.Batch, t.EffectiveAttempt(), t.ID)
 }
 
-func (w *Worker) resultStoredFor(batch string, attempt int, id string) bool {
+func (w *Worker) resultStoredFor(batch string, attempt int, id string) (bool, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_, err := w.results.GetLastMsgForSubject(ctx, messages.ResultSubject(batch, attempt, id))
-	return err == nil
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, jetstream.ErrMsgNotFound):
+		return false, nil
+	default:
+		return false, fmt.Errorf("look for the result of %s: %w", messages.ResultSubject(batch, attempt, id), err)
+	}
 }
 
 // resultHeaderRoom is kept free in a result message for its headers.
@@ -213,7 +223,9 @@ func (w *Worker) handleMaxDeliveries(adv maxDeliveriesAdvisory) {
 			return
 		}
 		defer w.claims.release(held)
-		if w.resultStored(t) {
+		// Holding the claim, storing is safe even when the broker cannot
+		// say whether a result exists: RESULTS keeps the first.
+		if stored, _ := w.resultStored(t); stored {
 			return
 		}
 		res = w.baseResult(t, int(adv.Deliveries))
