@@ -12,10 +12,14 @@
 //	WARREN_RESULTS  one message per subject warren.results.<batch>.<attempt>.<id>
 //	                (MaxMsgsPerSubject 1 + DiscardNewPerSubject): the broker
 //	                itself refuses a second result for the same task attempt.
-//	WARREN_DLQ      dead letters with their original payload and a reason.
+//	WARREN_DLQ      dead letters with their original payload and a reason,
+//	                one per warren.dlq.<reason>.<batch>.<attempt>.<id> (workers
+//	                publish expecting the subject empty).
 //	warren_hosts    KV: the host registry, entries expire unless refreshed.
 //	warren_cancel   KV: cancelled batches and tasks.
 //	warren_batches  KV: batch manifests (task count per attempt).
+//	warren_claims   KV: which worker runs a task attempt; per-key TTL.
+//	warren_outputs  object store: result outputs too large for a message.
 //
 // Workers of a pool share one durable pull consumer per profile
 // (messages.ConsumerName). Setup functions use create-or-update, so every

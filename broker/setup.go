@@ -106,6 +106,10 @@ func Setup(ctx context.Context, js jetstream.JetStream, c StreamConfig) error {
 		{Bucket: messages.BucketHosts, Description: "Warren host registry", TTL: c.HostTTL, History: 1, Storage: c.Storage, Replicas: c.Replicas},
 		{Bucket: messages.BucketCancel, Description: "Warren cancelled batches and tasks", TTL: c.ResultMaxAge, History: 1, Storage: c.Storage, Replicas: c.Replicas},
 		{Bucket: messages.BucketBatches, Description: "Warren batch manifests: task counts per attempt", TTL: c.TaskMaxAge, History: 1, Storage: c.Storage, Replicas: c.Replicas},
+		// Claims carry a per-key TTL set by the claiming worker (its
+		// AckWait); LimitMarkerTTL enables it and keeps expiry markers a
+		// minute.
+		{Bucket: messages.BucketClaims, Description: "Warren task-attempt claims: which worker runs an attempt", History: 1, LimitMarkerTTL: time.Minute, Storage: c.Storage, Replicas: c.Replicas},
 	}
 	for _, kc := range buckets {
 		want := jetstream.StreamConfig{
@@ -119,6 +123,12 @@ func Setup(ctx context.Context, js jetstream.JetStream, c StreamConfig) error {
 		if _, err := js.CreateOrUpdateKeyValue(ctx, kc); err != nil {
 			return fmt.Errorf("broker: set up bucket %s: %w%s", kc.Bucket, err, setupHint)
 		}
+	}
+	if _, err := js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{
+		Bucket: messages.BucketOutputs, Description: "Warren result outputs too large for the result message",
+		TTL: c.ResultMaxAge, Storage: c.Storage, Replicas: c.Replicas,
+	}); err != nil {
+		return fmt.Errorf("broker: set up object store %s: %w", messages.BucketOutputs, err)
 	}
 	return nil
 }

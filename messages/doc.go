@@ -7,7 +7,8 @@
 // A [Task] is published once onto the TASKS stream. A worker that takes it
 // streams [Event] values, in order and numbered without gaps, to the task's
 // reply subject while it runs, and finally stores exactly one [Result] per
-// task attempt in the RESULTS stream. Every document carries a version field
+// task attempt in the RESULTS stream; the attempt's last event is a final
+// exit. A [Claim] in BucketClaims keeps an attempt to one run at a time. Every document carries a version field
 // "v"; this package reads and writes [Version] and refuses any other.
 //
 // # Validation
@@ -44,5 +45,7 @@
 // they are restricted to [A-Za-z0-9_-] and 1..128 bytes. Stdin and file
 // contents are UTF-8 strings: binary content must be base64-encoded by the
 // client and decoded by the task itself. The whole encoded task must fit in
-// [MaxTaskBytes].
+// [MaxTaskBytes]; each argument, shell script and env string in
+// [MaxArgStrlen] and argv and env together in [MaxExecBytes], as execve
+// counts them.
 package messages

@@ -5,8 +5,9 @@ import "time"
 // EventType says what an Event carries.
 type EventType string
 
-// Event types, in the order a run produces them: started, then any number of
-// stdout, stderr and keepalive, then exactly one exit or error.
+// Event types, in the order a delivery produces them: started, then any
+// number of stdout, stderr and keepalive, then an exit, or an error that
+// ends the delivery (a retry follows) or precedes the final exit.
 const (
 	EventStarted   EventType = "started"
 	EventStdout    EventType = "stdout"
@@ -30,11 +31,19 @@ type Event struct {
 	Data     string    `json:"data,omitempty"` // output chunk, or a message for error
 	Time     time.Time `json:"time"`
 	Host     string    `json:"host,omitempty"`
+	// Final is set on the last event of the task attempt: no event and no
+	// redelivery follows. It is always an exit event carrying the stored
+	// result's status; an error event is never final (a retry or the final
+	// exit follows it).
+	Final bool `json:"final,omitempty"`
+	// Error is set on error events: the stable code and message.
+	Error *Error `json:"error,omitempty"`
 	// Set on exit events.
 	ExitCode *int   `json:"exit_code,omitempty"`
 	Signal   string `json:"signal,omitempty"`
 	Status   Status `json:"status,omitempty"`
 }
 
-// Terminal reports whether no event follows this one for its delivery.
+// Terminal reports whether no event follows this one for its delivery
+// except, after an error, the final exit.
 func (e *Event) Terminal() bool { return e.Type == EventExit || e.Type == EventError }

@@ -53,6 +53,12 @@ type Result struct {
 	Stderr          string `json:"stderr"`
 	StdoutTruncated bool   `json:"stdout_truncated,omitempty"`
 	StderrTruncated bool   `json:"stderr_truncated,omitempty"`
+	// StdoutObject / StderrObject name an object in bucket BucketOutputs
+	// holding the whole captured stream when it did not fit in the result
+	// message; Stdout / Stderr are then empty. The truncation flags still
+	// say whether output_bytes cut the stream.
+	StdoutObject string `json:"stdout_object,omitempty"`
+	StderrObject string `json:"stderr_object,omitempty"`
 
 	Host string `json:"host,omitempty"`
 	// Sandbox is the isolation actually in force, e.g. "namespace+landlock",

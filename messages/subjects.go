@@ -18,7 +18,7 @@ const (
 	SubjectTasksPrefix = "warren.tasks"
 	// Results: warren.results.<batch>.<attempt>.<id>
 	SubjectResultsPrefix = "warren.results"
-	// Dead letters: warren.dlq.<reason>.<batch>
+	// Dead letters: warren.dlq.<reason>.<batch>.<attempt>.<id>
 	SubjectDLQPrefix = "warren.dlq"
 	// Default live events: warren.events.<batch>.<id>
 	SubjectEventsPrefix = "warren.events"
@@ -78,9 +78,18 @@ func EventSubject(batch, id string) string {
 	return fmt.Sprintf("%s.%s.%s", SubjectEventsPrefix, batch, id)
 }
 
-// DLQSubject is where a dead-lettered payload is kept.
-func DLQSubject(reason, batch string) string {
-	return fmt.Sprintf("%s.%s.%s", SubjectDLQPrefix, reason, batch)
+// DLQSubject is where the dead letter of a task attempt is kept. Workers
+// publish it expecting the subject to be empty
+// (Nats-Expected-Last-Subject-Sequence: 0), so an attempt is dead-lettered
+// once per reason however often or late it is redelivered.
+func DLQSubject(reason, batch string, attempt int, id string) string {
+	return fmt.Sprintf("%s.%s.%s.%d.%s", SubjectDLQPrefix, reason, batch, attempt, id)
+}
+
+// DLQReasonFilter matches every dead letter of a reason ("invalid",
+// "infra", "max_deliveries") and batch; batch "*" matches all batches.
+func DLQReasonFilter(reason, batch string) string {
+	return fmt.Sprintf("%s.%s.%s.*.*", SubjectDLQPrefix, reason, batch)
 }
 
 // MsgID is the deduplication id of a task attempt.

@@ -59,6 +59,9 @@ func (t *Task) Validate() error {
 	if err := t.validateSecrets(); err != nil {
 		return err
 	}
+	if err := t.validateExecSize(); err != nil {
+		return err
+	}
 	if err := t.validateFiles(); err != nil {
 		return err
 	}

@@ -13,24 +13,32 @@ func (w *Worker) checkReply(t *messages.Task) error {
 	return messages.CheckReply(t, w.cfg.InboxPrefixes)
 }
 
-// replySubject is where t's events go: its reply when the rule allows it,
-// else its default event subject. Defense in depth: even a task that
-// slipped past checkReply cannot aim the worker's publisher elsewhere.
-func (w *Worker) replySubject(t *messages.Task) string {
-	if messages.CheckReply(t, w.cfg.InboxPrefixes) != nil {
-		return messages.EventSubject(t.Batch, t.ID)
+// replySubject is where the events of the task named by ident go: its
+// reply when the rule allows it, else its default event subject. Defense in
+// depth: even a task that slipped past checkReply cannot aim the worker's
+// publisher elsewhere.
+func (w *Worker) replySubject(ident messages.TaskIdentity) string {
+	probe := messages.Task{ID: ident.ID, Batch: ident.Batch, Reply: ident.Reply}
+	if ident.Reply == "" || messages.CheckReply(&probe, w.cfg.InboxPrefixes) != nil {
+		return messages.EventSubject(ident.Batch, ident.ID)
 	}
-	return t.EffectiveReply()
+	return ident.Reply
 }
 
 // newEmitter makes the event publisher of one delivery of t.
 func (w *Worker) newEmitter(t *messages.Task, delivery int) *emitter {
+	return w.newEmitterTo(messages.TaskIdentity{ID: t.ID, Batch: t.Batch, Attempt: t.EffectiveAttempt(), Reply: t.Reply}, delivery)
+}
+
+// newEmitterTo is newEmitter for a task known only by its identity (a body
+// that does not decode or validate).
+func (w *Worker) newEmitterTo(ident messages.TaskIdentity, delivery int) *emitter {
 	return &emitter{
 		nc:      w.nc,
-		subject: w.replySubject(t),
+		subject: w.replySubject(ident),
 		base: messages.Event{
-			V: messages.Version, TaskID: t.ID, Batch: t.Batch,
-			Attempt: t.EffectiveAttempt(), Delivery: delivery, Host: w.cfg.HostID,
+			V: messages.Version, TaskID: ident.ID, Batch: ident.Batch,
+			Attempt: ident.Attempt, Delivery: delivery, Host: w.cfg.HostID,
 		},
 		log: w.log,
 	}

@@ -106,6 +106,7 @@ func TestDeathOnLastDeliveryIsDeadLettered(t *testing.T) {
 	// One delivery allowed: the worker holding the task dies, so the server
 	// gives up and publishes a max-deliveries advisory.
 	cmd := startDoomedWorker(t, b, "WARREN_TEST_MAX_DELIVER=1")
+	events := subscribeEvents(t, b.Conn, "last", "t1")
 	publish(t, b.JS, shTask("last", "t1", "sleep 60"))
 	cons, err := b.JS.Consumer(context.Background(), messages.StreamTasks, messages.ConsumerName("default", "default"))
 	require.NoError(t, err)
@@ -122,9 +123,13 @@ func TestDeathOnLastDeliveryIsDeadLettered(t *testing.T) {
 	r := collect(t, b.JS, "last", 1, time.Minute)["t1"]
 	require.Equal(t, messages.StatusInfraError, r.Status)
 	require.Equal(t, messages.CodeMaxDeliveries, r.Error.Code)
+	// The worker that gave up speaks for the dead one, as the next delivery.
+	evs := events.wait(t, 30*time.Second)
+	requireEnding(t, evs, messages.CodeMaxDeliveries, messages.StatusInfraError)
+	require.Equal(t, 2, evs[len(evs)-1].Delivery)
 	dlq, err := b.JS.Stream(context.Background(), messages.StreamDLQ)
 	require.NoError(t, err)
-	m, err := dlq.GetLastMsgForSubject(context.Background(), messages.DLQSubject("max_deliveries", "last"))
+	m, err := dlq.GetLastMsgForSubject(context.Background(), messages.DLQSubject("max_deliveries", "last", 1, "t1"))
 	require.NoError(t, err)
 	task, err := messages.DecodeTask(m.Data)
 	require.NoError(t, err, "the dead letter keeps the original payload")

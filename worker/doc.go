@@ -27,14 +27,46 @@
 // starts within PullWait and a busy profile never waits for a slot that
 // is free.
 //
+// # Claims: one run per attempt
+//
+// Before running, a delivery claims its task attempt: it creates the key
+// <batch>.<attempt>.<id> in the warren_claims bucket (create-only, a TTL of
+// Consumer.AckWait), naming this host and the message's stream sequence,
+// and each heartbeat renews it. A delivery that finds the attempt claimed
+// by another run (another worker's live claim, or another message of the
+// attempt running here) waits, heartbeating its own message, until the
+// result is stored (then it acks without running or emitting events) or
+// the claim goes (then it claims it). So an attempt runs at most once at a
+// time and yields one result whatever Nats-Msg-Id its publishers used. A
+// claim naming this host that no run here holds is left over from an
+// earlier life of the worker and is taken over at once; one whose holder
+// died expires after the TTL. A run that loses its claim (no renewal for a
+// whole TTL, and another run took it) is cancelled at its next heartbeat
+// and its message Nak'ed, to come back and wait: a claim is a lease, so a
+// run stalled for a TTL may overlap its successor by up to one heartbeat. Claims are released (purged) when a run ends.
+//
+// # Events
+//
+// Every task attempt's last event is an exit with Final set, carrying the
+// stored result's status, sent after the result is stored: after a run;
+// after the error event of an invalid task or of the last infrastructure
+// failure; on behalf of a worker that died on the last delivery (as
+// delivery N+1). An error event followed by a retry is not final. started
+// is sent when the task is handed to the sandbox: a task cancelled before
+// that, or refused as invalid, sends no started.
+//
 // # Failure handling
 //
 //   - Invalid task (undecodable, fails validation, a reply outside its own
-//     batch's events and the configured inbox prefixes): an invalid result
-//     naming the field and a stable code, a copy in the dead-letter stream,
-//     Term. It is never redelivered and the worker keeps serving. A task that
-//     arrived with cleartext secrets is dead-lettered with their values
-//     replaced and erased from TASKS when the credentials allow.
+//     batch's events and the configured inbox prefixes, or its headers or
+//     subject disagree with the body): an invalid result naming the field and
+//     a stable code, filed under the body's id and attempt when the body
+//     names them (else the headers', else seq-N); an error and a final exit
+//     event on the body's reply subject when the reply rule allows it (else
+//     the default event subject); a copy in the dead-letter stream, Term. It
+//     is never redelivered and the worker keeps serving. A task that arrived
+//     with cleartext secrets is dead-lettered with their values replaced and
+//     erased from TASKS when the credentials allow.
 //   - Secrets this worker cannot open (no seal key, another pool's key): an
 //     infra_error result with code secrets_unavailable, a dead letter under
 //     reason "secrets", Term: a key problem is not retried.
@@ -48,12 +80,27 @@
 //     heartbeats while a task runs) expires and the task is redelivered. A
 //     task that exhausts MaxDeliver this way is caught from the server's
 //     max-deliveries advisory by any worker and dead-lettered with an
-//     infra_error result, so a batch always completes.
+//     infra_error result, so a batch always completes; that worker first
+//     waits while the attempt is claimed, so a live run's result wins.
+//   - Dead letters are kept once per task attempt and reason (one message
+//     per DLQ subject): a redelivered task is never dead-lettered twice.
 //   - Lost ack: a redelivered task whose result is already stored is acked
 //     without running again; the RESULTS stream refuses a second result for
 //     the same attempt in any case.
 //   - Broker outage: results are retried for up to two minutes while the
-//     task's message stays unacked.
+//     task's message stays unacked (a Stop whose deadline passed stops
+//     retrying after the current try). A delivery that cannot tell whether
+//     its attempt already has a result is Nak'ed, not run.
+//
+// # Limits
+//
+// A result is one message: when it would not fit the broker's max payload,
+// the larger output stream (then the other) is stored whole in the
+// warren_outputs object store and the result names the object, so the
+// stored output is everything up to output_bytes. A delivery waiting for
+// another run of its attempt holds its slot while it waits. Between the end
+// of a run and its stored result (up to two minutes of broker outage) the
+// claim is not renewed.
 //
 // # Reply confinement and secrets
 //

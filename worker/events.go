@@ -26,6 +26,11 @@ type emitter struct {
 	mask *secretMask
 }
 
+// emitError sends an error event carrying err's code.
+func (e *emitter) emitError(err *messages.Error) {
+	e.emit(messages.EventError, err.Msg, func(ev *messages.Event) { ev.Error = err })
+}
+
 // emit sends one event; fill sets type-specific fields. Publishing is
 // best-effort: events are live telemetry, the result is the durable record.
 func (e *emitter) emit(typ messages.EventType, data string, fill func(*messages.Event)) {
@@ -53,7 +58,7 @@ func (e *emitter) emit(typ messages.EventType, data string, fill func(*messages.
 		return
 	}
 	_ = e.nc.Publish(e.subject, b)
-	if ev.Terminal() {
+	if ev.Final {
 		e.closed = true
 	}
 }

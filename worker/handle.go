@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/warrenhq/warren/messages"
 	"github.com/warrenhq/warren/sandbox"
@@ -20,6 +21,7 @@ const resultsStream = messages.StreamResults
 var (
 	errUserCancel = errors.New("cancelled by user")
 	errShutdown   = errors.New("worker shutting down")
+	errClaimLost  = errors.New("lost the claim on the task attempt")
 )
 
 // handle runs one delivered task to its end: a stored result and an ack, a
@@ -36,15 +38,43 @@ func (w *Worker) handle(msg jetstream.Msg) {
 	if derr == nil {
 		derr = w.checkReply(task)
 	}
+	if derr == nil {
+		derr = messages.CheckEnvelope(task, msg.Subject(), msg.Headers())
+	}
 	if derr != nil {
 		w.refuse(msg, meta, derr)
 		return
 	}
 	log := w.log.With().Str("batch", task.Batch).Str("task_id", task.ID).Int("attempt", task.EffectiveAttempt()).Int("delivery", delivery).Logger()
 
-	// A redelivery after a lost ack: the result is already stored.
-	if w.resultStored(task) {
-		log.Debug().Msg("result already stored; acking redelivery")
+	// At most one run of the attempt at a time: claim it, or wait for the
+	// run that holds it. A waiting delivery emits no events.
+	held, stored, err := w.awaitClaim(msg, meta, task)
+	switch {
+	case stored:
+		log.Debug().Msg("another run of this attempt stored its result; acking this delivery")
+		w.ack(msg)
+		return
+	case errors.Is(err, errShutdown):
+		_ = msg.Nak()
+		return
+	case err != nil:
+		log.Warn().Err(err).Msg("could not claim the task attempt; retrying")
+		_ = msg.NakWithDelay(w.cfg.RetryBase)
+		return
+	}
+	defer w.claims.release(held)
+	// A redelivery after a lost ack, or the run we waited for stored its
+	// result and released the claim between two looks: stored already.
+	switch stored, err := w.resultStored(task); {
+	case err != nil:
+		// Running now could run a finished attempt again: come back later.
+		log.Warn().Err(err).Msg("cannot tell whether the attempt has a result; retrying")
+		w.claims.release(held)
+		_ = msg.NakWithDelay(w.cfg.RetryBase)
+		return
+	case stored:
+		log.Debug().Msg("result already stored; acking this delivery")
 		w.ack(msg)
 		return
 	}
@@ -59,7 +89,8 @@ func (w *Worker) handle(msg jetstream.Msg) {
 		res := w.baseResult(task, delivery)
 		res.Status, res.ExitCode = messages.StatusCancelled, -1
 		res.Error = &messages.Error{Code: messages.CodeCancelled, Msg: "cancelled before it started"}
-		w.finish(msg, em, res)
+		res.FinishedAt = time.Now().UTC()
+		w.finish(msg, meta, em, res)
 		return
 	}
 
@@ -68,7 +99,7 @@ func (w *Worker) handle(msg jetstream.Msg) {
 	unregister := w.cancels.track(task.Batch, task.EffectiveAttempt(), task.ID, cancel)
 	defer unregister()
 
-	stopHB := w.heartbeat(msg, em)
+	stopHB := w.heartbeat(msg, em, held, cancel)
 	res, runErr := w.execute(ctx, run, delivery, em)
 	stopHB()
 
@@ -77,7 +108,14 @@ func (w *Worker) handle(msg jetstream.Msg) {
 	case errors.Is(cause, errShutdown) && res == nil || errors.Is(cause, errShutdown) && res.Status != messages.StatusOK:
 		// Killed by our own shutdown: not the task's fault; run it elsewhere.
 		em.emit(messages.EventError, "worker shutting down; the task will be retried elsewhere", nil)
+		w.claims.release(held)
 		_ = msg.Nak()
+		return
+	case errors.Is(cause, errClaimLost):
+		// Another run took the attempt over (our claim expired): its result
+		// is the one; this delivery comes back and waits for it.
+		em.emit(messages.EventError, "this run lost its claim on the task attempt to another run; that run's result is the one", nil)
+		_ = msg.NakWithDelay(w.cfg.Heartbeat)
 		return
 	case runErr != nil:
 		w.retryOrDeadLetter(msg, meta, task, delivery, em, runErr)
@@ -86,7 +124,7 @@ func (w *Worker) handle(msg jetstream.Msg) {
 		res.Status = messages.StatusCancelled
 		res.Error = &messages.Error{Code: messages.CodeCancelled, Msg: "cancelled while running"}
 	}
-	w.finish(msg, em, res)
+	w.finish(msg, meta, em, res)
 }
 
 // execute runs the task and maps the sandbox outcome to a result. An error
@@ -183,21 +221,41 @@ func (w *Worker) baseResult(t *messages.Task, delivery int) *messages.Result {
 	}
 }
 
-// finish stores the result, announces the exit and acks.
-func (w *Worker) finish(msg jetstream.Msg, em *emitter, res *messages.Result) {
-	if err := w.storeResult(res); err != nil {
+// finish stores the result (its output in the object store when too large
+// for the message), announces the end and acks.
+func (w *Worker) finish(msg jetstream.Msg, meta *jetstream.MsgMetadata, em *emitter, res *messages.Result) {
+	err := w.spillOutputs(res, meta.Sequence.Stream)
+	if err == nil {
+		err = w.conclude(em, res)
+	}
+	if err != nil {
 		// Not stored: leave the message unacked so it is redelivered.
-		w.log.Error().Err(err).Str("task_id", res.TaskID).Msg("could not store result; the task will be redelivered")
-		em.emit(messages.EventError, "could not store the result: "+err.Error(), nil)
+		w.log.Error().Err(err).Str("task_id", res.TaskID).Msg("could not store the result; the task will be redelivered")
 		_ = msg.Nak()
 		return
 	}
-	code := res.ExitCode
-	em.emit(messages.EventExit, "", func(e *messages.Event) {
-		e.ExitCode, e.Signal, e.Status = &code, res.Signal, res.Status
-	})
 	w.ack(msg)
 	w.done.Add(1)
+}
+
+// conclude stores a task attempt's result and then sends its last events:
+// the error (for an invalid task or one that could not run) and the final
+// exit, so a client that saw the final event finds the result stored. A
+// result that could not be stored is announced by a non-final error event:
+// the delivery is retried.
+func (w *Worker) conclude(em *emitter, res *messages.Result) error {
+	if err := w.storeResult(res); err != nil {
+		em.emit(messages.EventError, "could not store the result: "+err.Error(), nil)
+		return err
+	}
+	if res.Error != nil && res.Status != messages.StatusCancelled {
+		em.emitError(res.Error)
+	}
+	code := res.ExitCode
+	em.emit(messages.EventExit, "", func(e *messages.Event) {
+		e.ExitCode, e.Signal, e.Status, e.Final = &code, res.Signal, res.Status, true
+	})
+	return nil
 }
 
 func (w *Worker) ack(msg jetstream.Msg) {
@@ -225,8 +283,8 @@ func (w *Worker) retryOrDeadLetter(msg jetstream.Msg, meta *jetstream.MsgMetadat
 	case errors.Is(runErr, sandbox.ErrUnavailable), errors.Is(runErr, sandbox.ErrInsecureRefused):
 		code = messages.CodeSandboxUnavailable
 	}
-	em.emit(messages.EventError, runErr.Error(), nil)
 	if delivery < w.cfg.Consumer.MaxDeliver {
+		em.emitError(&messages.Error{Code: code, Msg: runErr.Error()})
 		d := min(w.cfg.RetryBase<<(delivery-1), w.cfg.RetryMax)
 		w.log.Warn().Err(runErr).Str("task_id", t.ID).Int("delivery", delivery).Dur("retry_in", d).Msg("task could not run; retrying")
 		_ = msg.NakWithDelay(d)
@@ -235,8 +293,9 @@ func (w *Worker) retryOrDeadLetter(msg jetstream.Msg, meta *jetstream.MsgMetadat
 	res := w.baseResult(t, delivery)
 	res.Status = messages.StatusInfraError
 	res.Error = &messages.Error{Code: code, Msg: fmt.Sprintf("gave up after %d deliveries: %v", delivery, runErr)}
-	w.deadLetter(msg.Data(), msg.Headers(), "infra", t.Batch, meta.Sequence.Stream, res.Error.Msg)
-	if err := w.storeResult(res); err != nil {
+	res.FinishedAt = time.Now().UTC()
+	w.deadLetter(msg.Data(), msg.Headers(), "infra", t.Batch, t.EffectiveAttempt(), t.ID, meta.Sequence.Stream, res.Error.Msg)
+	if err := w.conclude(em, res); err != nil {
 		_ = msg.Nak()
 		return
 	}
@@ -244,21 +303,29 @@ func (w *Worker) retryOrDeadLetter(msg jetstream.Msg, meta *jetstream.MsgMetadat
 }
 
 // refuse handles an undecodable or invalid task: an invalid result, a dead
-// letter with the payload, and Term so it is never redelivered.
+// letter with the payload, an error and a final exit event, and Term so it
+// is never redelivered.
 func (w *Worker) refuse(msg jetstream.Msg, meta *jetstream.MsgMetadata, derr error) {
 	var merr *messages.Error
 	if !errors.As(derr, &merr) {
 		merr = &messages.Error{Code: messages.CodeMalformed, Msg: derr.Error()}
 	}
-	id, batch, attempt := identify(msg, meta)
-	w.log.Warn().Str("task_id", id).Str("batch", batch).Str("code", string(merr.Code)).Str("reason", merr.Error()).Msg("refusing invalid task")
-	w.deadLetter(w.redactRefused(msg.Data(), merr, meta.Sequence.Stream), msg.Headers(), "invalid", batch, meta.Sequence.Stream, merr.Error())
+	ident := identify(msg.Data(), msg.Headers(), msg.Subject(), meta.Sequence.Stream)
+	if stored, _ := w.resultStoredFor(ident.Batch, ident.Attempt, ident.ID); stored {
+		// Another message of the attempt was answered already: like a
+		// duplicate of a valid task, this one says nothing more.
+		_ = msg.TermWithReason("invalid task: result already stored")
+		return
+	}
+	w.log.Warn().Str("task_id", ident.ID).Str("batch", ident.Batch).Str("code", string(merr.Code)).Str("reason", merr.Error()).Msg("refusing invalid task")
+	w.deadLetter(w.redactRefused(msg.Data(), merr, meta.Sequence.Stream), msg.Headers(), "invalid", ident.Batch, ident.Attempt, ident.ID, meta.Sequence.Stream, merr.Error())
 	res := &messages.Result{
-		V: messages.Version, TaskID: id, Batch: batch, Attempt: attempt, Delivery: int(meta.NumDelivered),
+		V: messages.Version, TaskID: ident.ID, Batch: ident.Batch, Attempt: ident.Attempt, Delivery: int(meta.NumDelivered),
 		Status: messages.StatusInvalid, ExitCode: -1, Host: w.cfg.HostID, Error: merr,
 		FinishedAt: time.Now().UTC(),
 	}
-	if err := w.storeResult(res); err != nil {
+	em := w.newEmitterTo(ident, int(meta.NumDelivered))
+	if err := w.conclude(em, res); err != nil {
 		w.log.Error().Err(err).Msg("could not store the invalid-task result; redelivering")
 		_ = msg.Nak()
 		return
@@ -267,25 +334,30 @@ func (w *Worker) refuse(msg jetstream.Msg, meta *jetstream.MsgMetadata, derr err
 	w.done.Add(1)
 }
 
-// identify names a task whose body may be unreadable: from the headers the
-// scheduler sets, else from the subject and stream sequence.
-func identify(msg jetstream.Msg, meta *jetstream.MsgMetadata) (id, batch string, attempt int) {
-	h := msg.Headers()
-	id, batch = h.Get(messages.HeaderTaskID), h.Get(messages.HeaderBatch)
-	attempt, _ = strconv.Atoi(h.Get(messages.HeaderAttempt))
-	if batch == "" || !messages.ValidBatchID(batch) {
+// identify names a task whose body may not decode: from the body when it
+// names a valid id and batch (its events then go to its reply subject, if
+// that is valid), else from the headers the scheduler sets, else from the
+// subject and stream sequence, with events on the default event subject.
+func identify(data []byte, h nats.Header, subject string, seq uint64) messages.TaskIdentity {
+	if ident, ok := messages.PeekTask(data); ok {
+		return ident
+	}
+	id, batch := h.Get(messages.HeaderTaskID), h.Get(messages.HeaderBatch)
+	attempt, _ := strconv.Atoi(h.Get(messages.HeaderAttempt))
+	if !messages.ValidBatchID(batch) {
 		// warren.tasks.<pool>.<profile>.<batch...>
-		if parts := strings.SplitN(msg.Subject(), ".", 5); len(parts) == 5 {
+		if parts := strings.SplitN(subject, ".", 5); len(parts) == 5 {
 			batch = parts[4]
 		}
 	}
-	if id == "" || !messages.ValidID(id) {
-		id = fmt.Sprintf("seq-%d", meta.Sequence.Stream)
+	if !messages.ValidBatchID(batch) {
+		batch = "unknown"
 	}
-	if attempt <= 0 {
-		attempt = 1
+	if !messages.ValidID(id) {
+		id = fmt.Sprintf("seq-%d", seq)
 	}
-	return id, batch, attempt
+	attempt = max(attempt, 1)
+	return messages.TaskIdentity{ID: id, Batch: batch, Attempt: attempt, Reply: messages.EventSubject(batch, id)}
 }
 
 func (w *Worker) markRunning(d int64) {
@@ -298,22 +370,38 @@ func (w *Worker) markRunning(d int64) {
 	}
 }
 
-// heartbeat keeps a running task's delivery alive (InProgress resets
-// AckWait) and tells event listeners it is alive.
-func (w *Worker) heartbeat(msg jetstream.Msg, em *emitter) (stop func()) {
+// heartbeat keeps a running task's delivery and claim alive (InProgress
+// resets AckWait, a refresh the claim's TTL) and tells event listeners it
+// is alive. A claim lost to another run cancels this one.
+func (w *Worker) heartbeat(msg jetstream.Msg, em *emitter, held *heldClaim, cancel context.CancelCauseFunc) (stop func()) {
+	return every(w.cfg.Heartbeat, func() {
+		_ = msg.InProgress()
+		em.emit(messages.EventKeepalive, "", nil)
+		ctx, cancelRefresh := context.WithTimeout(w.workCtx, w.cfg.Heartbeat)
+		err := w.claims.refresh(ctx, held)
+		cancelRefresh()
+		if errors.Is(err, errClaimLost) {
+			w.log.Warn().Err(err).Str("claim", held.key).Msg("stopping this run: another run holds the attempt")
+			cancel(errClaimLost)
+		}
+	})
+}
+
+// every runs fn every d in a goroutine of its own until stop, which waits
+// for a running fn to return.
+func every(d time.Duration, fn func()) (stop func()) {
 	done := make(chan struct{})
 	finished := make(chan struct{})
 	go func() {
 		defer close(finished)
-		t := time.NewTicker(w.cfg.Heartbeat)
+		t := time.NewTicker(d)
 		defer t.Stop()
 		for {
 			select {
 			case <-done:
 				return
 			case <-t.C:
-				_ = msg.InProgress()
-				em.emit(messages.EventKeepalive, "", nil)
+				fn()
 			}
 		}
 	}()

@@ -183,8 +183,14 @@ type eventLog struct {
 
 func subscribeEvents(t testing.TB, nc *nats.Conn, batch, id string) *eventLog {
 	t.Helper()
+	return subscribeSubject(t, nc, messages.EventSubject(batch, id))
+}
+
+// subscribeSubject records the events on subject until the final one.
+func subscribeSubject(t testing.TB, nc *nats.Conn, subject string) *eventLog {
+	t.Helper()
 	l := &eventLog{done: make(chan struct{})}
-	sub, err := nc.Subscribe(messages.EventSubject(batch, id), func(m *nats.Msg) {
+	sub, err := nc.Subscribe(subject, func(m *nats.Msg) {
 		e, err := messages.DecodeEvent(m.Data)
 		if err != nil {
 			return
@@ -192,7 +198,7 @@ func subscribeEvents(t testing.TB, nc *nats.Conn, batch, id string) *eventLog {
 		l.mu.Lock()
 		l.events = append(l.events, e)
 		l.mu.Unlock()
-		if e.Terminal() {
+		if e.Final {
 			l.once.Do(func() { close(l.done) })
 		}
 	})
@@ -207,11 +213,40 @@ func (l *eventLog) wait(t testing.TB, d time.Duration) []*messages.Event {
 	select {
 	case <-l.done:
 	case <-time.After(d):
-		t.Fatalf("no terminal event within %s", d)
+		t.Fatalf("no final event within %s", d)
 	}
+	return l.snapshot()
+}
+
+func (l *eventLog) snapshot() []*messages.Event {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return append([]*messages.Event(nil), l.events...)
+}
+
+// publishMsg publishes raw task bytes on subject with the given headers.
+func publishMsg(t testing.TB, js jetstream.JetStream, subject string, data []byte, headers map[string]string) {
+	t.Helper()
+	msg := &nats.Msg{Subject: subject, Data: data, Header: nats.Header{}}
+	for k, v := range headers {
+		msg.Header.Set(k, v)
+	}
+	_, err := js.PublishMsg(context.Background(), msg)
+	require.NoError(t, err)
+}
+
+// consumerSettled waits until the default consumer has delivered and
+// acknowledged everything, and returns its info.
+func consumerSettled(t testing.TB, js jetstream.JetStream) *jetstream.ConsumerInfo {
+	t.Helper()
+	cons, err := js.Consumer(context.Background(), messages.StreamTasks, messages.ConsumerName("default", "default"))
+	require.NoError(t, err)
+	var ci *jetstream.ConsumerInfo
+	require.Eventually(t, func() bool {
+		ci, err = cons.Info(context.Background())
+		return err == nil && ci.NumAckPending == 0 && ci.NumPending == 0
+	}, 30*time.Second, 20*time.Millisecond, "every delivered task acked")
+	return ci
 }
 
 func ids(n int) []string {

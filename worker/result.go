@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -17,7 +18,6 @@ import (
 // a broker outage for up to storeTimeout. A result already stored (by an
 // earlier delivery) counts as stored: the broker keeps the first.
 func (w *Worker) storeResult(res *messages.Result) error {
-	w.fitPayload(res)
 	data, err := json.Marshal(res)
 	if err != nil {
 		return fmt.Errorf("encode result: %w", err)
@@ -25,19 +25,33 @@ func (w *Worker) storeResult(res *messages.Result) error {
 	subj := messages.ResultSubject(res.Batch, res.Attempt, res.TaskID)
 	msg := &nats.Msg{Subject: subj, Data: data, Header: nats.Header{}}
 	msg.Header.Set(messages.HeaderMsgID, "result."+messages.MsgID(res.Batch, res.TaskID, res.Attempt))
+	return w.retryStore("result "+subj, 5*time.Second, func(ctx context.Context) error {
+		_, err := w.js.PublishMsg(ctx, msg)
+		if broker.IsResultExists(err) {
+			return nil
+		}
+		return err
+	})
+}
+
+// retryStore runs a write to the broker until it succeeds, retrying
+// through an outage for up to storeTimeout, each try bounded by tryTimeout.
+func (w *Worker) retryStore(what string, tryTimeout time.Duration, write func(context.Context) error) error {
 	deadline := time.Now().Add(storeTimeout)
 	b := newBackoff(100*time.Millisecond, 2*time.Second)
 	for {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		_, err = w.js.PublishMsg(ctx, msg)
+		ctx, cancel := context.WithTimeout(context.Background(), tryTimeout)
+		err := write(ctx)
 		cancel()
-		if err == nil || broker.IsResultExists(err) {
+		if err == nil {
 			return nil
 		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("store result %s: %w", subj, err)
+		// A worker told to stop now (Stop's deadline passed) does not wait
+		// out an outage: the unacked task is redelivered.
+		if time.Now().After(deadline) || w.workCtx.Err() != nil {
+			return fmt.Errorf("store %s: %w", what, err)
 		}
-		w.log.Warn().Err(err).Str("subject", subj).Msg("storing result failed; retrying")
+		w.log.Warn().Err(err).Str("what", what).Msg("storing failed; retrying")
 		time.Sleep(b.next())
 	}
 }
@@ -45,39 +59,83 @@ func (w *Worker) storeResult(res *messages.Result) error {
 // storeTimeout bounds how long a finished task waits for the broker.
 const storeTimeout = 2 * time.Minute
 
-// resultStored reports whether the attempt's result is already in RESULTS.
-func (w *Worker) resultStored(t *messages.Task) bool {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	_, err := w.results.GetLastMsgForSubject(ctx, messages.ResultSubject(t.Batch, t.EffectiveAttempt(), t.ID))
-	return err == nil
+// resultStored reports whether the attempt's result is already in RESULTS;
+// an error means the broker could not say (during an outage, say).
+func (w *Worker) resultStored(t *messages.Task) (bool, error) {
+	return w.resultStoredFor(t.Batch, t.EffectiveAttempt(), t.ID)
 }
 
-// fitPayload trims captured output so the result fits the broker's max
-// payload, marking what it cut.
-func (w *Worker) fitPayload(res *messages.Result) {
-	maxPayload := w.nc.MaxPayload() - 16<<10 // headers and JSON escaping slack
-	size := int64(len(res.Stdout) + len(res.Stderr))
-	if size <= maxPayload/2 { // JSON escaping can double the size
-		return
+func (w *Worker) resultStoredFor(batch string, attempt int, id string) (bool, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_, err := w.results.GetLastMsgForSubject(ctx, messages.ResultSubject(batch, attempt, id))
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, jetstream.ErrMsgNotFound):
+		return false, nil
+	default:
+		return false, fmt.Errorf("look for the result of %s: %w", messages.ResultSubject(batch, attempt, id), err)
 	}
-	each := max(maxPayload/4, 0)
-	if int64(len(res.Stdout)) > each {
-		res.Stdout, res.StdoutTruncated = res.Stdout[:each], true
+}
+
+// resultHeaderRoom is kept free in a result message for its headers.
+const resultHeaderRoom = 4 << 10
+
+// spillOutputs moves captured stdout and stderr, the larger first, into
+// the outputs object store while the encoded result would not fit the
+// broker's max payload, and names the objects in the result. The bytes are
+// all kept: only output_bytes truncates. seq is the task message's TASKS
+// sequence, which with the delivery makes the object names unique to this
+// run.
+func (w *Worker) spillOutputs(res *messages.Result, seq uint64) error {
+	limit := int(w.nc.MaxPayload()) - resultHeaderRoom
+	for {
+		data, err := json.Marshal(res)
+		if err != nil {
+			return fmt.Errorf("encode result: %w", err)
+		}
+		if len(data) <= limit {
+			return nil
+		}
+		stream, out, obj := "stdout", &res.Stdout, &res.StdoutObject
+		if len(res.Stderr) > len(res.Stdout) {
+			stream, out, obj = "stderr", &res.Stderr, &res.StderrObject
+		}
+		if *out == "" {
+			// Only a huge verdict message is left: keep its head.
+			if res.Verdict != nil && len(res.Verdict.Messages) > 64<<10 {
+				res.Verdict.Messages = res.Verdict.Messages[:64<<10] + "\n[cut: the checker's messages did not fit the result]"
+				continue
+			}
+			return fmt.Errorf("result of %s is %d bytes with no output left to move out; the broker takes %d", res.TaskID, len(data), limit)
+		}
+		name := messages.OutputObjectName(res.Batch, res.Attempt, res.TaskID, seq, res.Delivery, stream)
+		if err := w.putOutput(name, *out); err != nil {
+			return err
+		}
+		*out, *obj = "", name
 	}
-	if int64(len(res.Stderr)) > each {
-		res.Stderr, res.StderrTruncated = res.Stderr[:each], true
-	}
+}
+
+func (w *Worker) putOutput(name, data string) error {
+	return w.retryStore("output "+name, 30*time.Second, func(ctx context.Context) error {
+		_, err := w.outputs.PutBytes(ctx, name, []byte(data))
+		return err
+	})
 }
 
 // deadLetter copies a task's payload to the DLQ with the reason, before the
 // caller Terms it (Term would not delete it from the Limits-retention TASKS
-// stream, but the DLQ is where operators look).
-func (w *Worker) deadLetter(payload []byte, h nats.Header, reason, batch string, seq uint64, why string) {
+// stream, but the DLQ is where operators look). It is published expecting
+// its per-attempt subject to be empty, so a redelivered task is
+// dead-lettered once per reason however late it comes back (no dedup time
+// window); the refusal of a second is success.
+func (w *Worker) deadLetter(payload []byte, h nats.Header, reason, batch string, attempt int, id string, seq uint64, why string) {
 	if !messages.ValidBatchID(batch) {
 		batch = "unknown"
 	}
-	msg := &nats.Msg{Subject: messages.DLQSubject(reason, batch), Data: payload, Header: nats.Header{}}
+	msg := &nats.Msg{Subject: messages.DLQSubject(reason, batch, attempt, id), Data: payload, Header: nats.Header{}}
 	for k, v := range h {
 		if k != messages.HeaderMsgID {
 			msg.Header[k] = v
@@ -89,12 +147,20 @@ func (w *Worker) deadLetter(payload []byte, h nats.Header, reason, batch string,
 	}
 	msg.Header.Set(messages.HeaderDLQError, why)
 	msg.Header.Set(messages.HeaderDLQStreamSeq, strconv.FormatUint(seq, 10))
-	msg.Header.Set(messages.HeaderMsgID, "dlq."+strconv.FormatUint(seq, 10))
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if _, err := w.js.PublishMsg(ctx, msg); err != nil {
+	if _, err := w.js.PublishMsg(ctx, msg, jetstream.WithExpectLastSequencePerSubject(0)); err != nil && !isWrongLastSeq(err) {
 		w.log.Error().Err(err).Uint64("stream_seq", seq).Msg("could not dead-letter task")
 	}
+}
+
+// isWrongLastSeq reports whether the broker refused a publish because the
+// subject's last sequence was not the expected one (10071, or 10164 on
+// replicated streams).
+func isWrongLastSeq(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) &&
+		(apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence || apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant)
 }
 
 // maxDeliveriesAdvisory is published by the server when a task reached
@@ -144,32 +210,39 @@ func (w *Worker) handleMaxDeliveries(adv maxDeliveriesAdvisory) {
 		return
 	}
 	why := fmt.Sprintf("no worker finished it in %d deliveries (workers died or timed out)", adv.Deliveries)
-	t, derr := messages.DecodeTask(raw.Data)
 	var res *messages.Result
-	if derr != nil {
-		id, batch, attempt := identifyRaw(raw)
-		res = &messages.Result{V: messages.Version, TaskID: id, Batch: batch, Attempt: attempt}
-	} else {
+	var ident messages.TaskIdentity
+	t, derr := messages.DecodeTask(raw.Data)
+	if derr == nil {
+		// Another message of the same attempt may be running, or the claim
+		// of the worker that died not yet expired: the attempt's own result,
+		// if it comes, wins over giving up.
+		meta := &jetstream.MsgMetadata{Sequence: jetstream.SequencePair{Stream: adv.StreamSeq}, NumDelivered: adv.Deliveries}
+		held, stored, err := w.awaitClaim(nil, meta, t)
+		if stored || err != nil {
+			return
+		}
+		defer w.claims.release(held)
+		// Holding the claim, storing is safe even when the broker cannot
+		// say whether a result exists: RESULTS keeps the first.
+		if stored, _ := w.resultStored(t); stored {
+			return
+		}
 		res = w.baseResult(t, int(adv.Deliveries))
+		ident = messages.TaskIdentity{ID: t.ID, Batch: t.Batch, Attempt: t.EffectiveAttempt(), Reply: t.EffectiveReply()}
+	} else {
+		ident = identify(raw.Data, raw.Header, raw.Subject, raw.Sequence)
+		res = &messages.Result{V: messages.Version, TaskID: ident.ID, Batch: ident.Batch, Attempt: ident.Attempt}
 	}
 	res.V, res.Delivery, res.Host, res.ExitCode = messages.Version, int(adv.Deliveries), w.cfg.HostID, -1
 	res.Status = messages.StatusInfraError
 	res.Error = &messages.Error{Code: messages.CodeMaxDeliveries, Msg: why}
 	res.FinishedAt = time.Now().UTC()
-	w.deadLetter(raw.Data, raw.Header, "max_deliveries", res.Batch, adv.StreamSeq, why)
-	if err := w.storeResult(res); err != nil {
+	w.deadLetter(raw.Data, raw.Header, "max_deliveries", res.Batch, res.Attempt, res.TaskID, adv.StreamSeq, why)
+	// The worker that had the last delivery died without a word: speak for
+	// it as the next delivery, so a client waiting for events hears the end.
+	em := w.newEmitterTo(ident, int(adv.Deliveries)+1)
+	if err := w.conclude(em, res); err != nil {
 		w.log.Error().Err(err).Msg("max deliveries: could not store result")
 	}
-}
-
-func identifyRaw(raw *jetstream.RawStreamMsg) (id, batch string, attempt int) {
-	id, batch = raw.Header.Get(messages.HeaderTaskID), raw.Header.Get(messages.HeaderBatch)
-	attempt, _ = strconv.Atoi(raw.Header.Get(messages.HeaderAttempt))
-	if !messages.ValidID(id) {
-		id = fmt.Sprintf("seq-%d", raw.Sequence)
-	}
-	if !messages.ValidBatchID(batch) {
-		batch = "unknown"
-	}
-	return id, batch, max(attempt, 1)
 }

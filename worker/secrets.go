@@ -37,13 +37,13 @@ func (w *Worker) refuseSecrets(msg jetstream.Msg, meta *jetstream.MsgMetadata, t
 	w.log.Error().Str("batch", t.Batch).Str("task_id", t.ID).Str("reason", merr.Msg).Msg("cannot open the task's secrets")
 	res := w.baseResult(t, delivery)
 	res.Status, res.Error, res.FinishedAt = messages.StatusInfraError, merr, time.Now().UTC()
-	w.deadLetter(msg.Data(), msg.Headers(), "secrets", t.Batch, meta.Sequence.Stream, merr.Error())
-	if serr := w.storeResult(res); serr != nil {
+	w.deadLetter(msg.Data(), msg.Headers(), "secrets", t.Batch, t.EffectiveAttempt(), t.ID, meta.Sequence.Stream, merr.Error())
+	// Stored, then the error and the final exit event.
+	if serr := w.conclude(em, res); serr != nil {
 		w.log.Error().Err(serr).Msg("could not store the secrets_unavailable result; redelivering")
 		_ = msg.Nak()
 		return
 	}
-	em.emit(messages.EventError, merr.Error(), nil)
 	_ = msg.TermWithReason("secrets unavailable: " + merr.Msg)
 	w.done.Add(1)
 }

@@ -206,7 +206,7 @@ func TestSecretsWithoutThePoolKeyGiveATypedErrorOnce(t *testing.T) {
 			require.Contains(t, r.Error.Msg, pub, "the error names the key the secrets need")
 			dlq, err := b.JS.Stream(ctx, messages.StreamDLQ)
 			require.NoError(t, err)
-			subj := messages.DLQSubject("secrets", "K"+name)
+			subj := messages.DLQSubject("secrets", "K"+name, 1, "s1")
 			info, err := dlq.Info(ctx, jetstream.WithSubjectFilter(subj))
 			require.NoError(t, err)
 			require.EqualValues(t, 1, info.State.Subjects[subj])

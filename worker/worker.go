@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 	"github.com/warrenhq/warren/broker"
+	"github.com/warrenhq/warren/messages"
 )
 
 // Worker pulls tasks for its free sandbox slots and runs them.
@@ -34,6 +35,8 @@ type Worker struct {
 	bg      sync.WaitGroup // registry, cancel watcher, advisories
 
 	results jetstream.Stream
+	outputs jetstream.ObjectStore // outputs too large for a result message
+	claims  *claims
 	cancels *cancelSet
 	running atomic.Int64
 	peak    atomic.Int64
@@ -95,6 +98,12 @@ func (w *Worker) start(ctx context.Context) error {
 		return fmt.Errorf("worker: open results stream: %w", err)
 	}
 	w.results = results
+	if w.outputs, err = w.js.ObjectStore(ctx, messages.BucketOutputs); err != nil {
+		return fmt.Errorf("worker: open outputs object store: %w", err)
+	}
+	if w.claims, err = w.openClaims(ctx); err != nil {
+		return err
+	}
 	var consumers []jetstream.Consumer
 	for _, p := range w.cfg.profiles() {
 		c, err := broker.EnsureConsumer(ctx, w.js, w.cfg.Pool, p, w.cfg.Consumer)

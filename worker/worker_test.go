@@ -114,8 +114,8 @@ func TestInvalidTasksAreRefusedDeadLetteredAndNeverRedelivered(t *testing.T) {
 	b := brokertest.Start(t, brokertest.Options{})
 	counting := &countingRunner{inner: insecureRunner(t)}
 	startWorker(t, b, "w1", workerOpts{runner: counting})
-	valid := func(mut func(m map[string]any)) []byte {
-		m := map[string]any{"v": 1, "id": "x", "batch": "inv", "kind": "exec", "argv": []string{"true"}}
+	valid := func(id string, mut func(m map[string]any)) []byte {
+		m := map[string]any{"v": 1, "id": id, "batch": "inv", "kind": "exec", "argv": []string{"true"}}
 		mut(m)
 		data, err := json.Marshal(m)
 		require.NoError(t, err)
@@ -127,12 +127,12 @@ func TestInvalidTasksAreRefusedDeadLetteredAndNeverRedelivered(t *testing.T) {
 		code messages.Code
 	}{
 		{"malformed", []byte(`{"v":1,"id":`), messages.CodeMalformed},
-		{"unknown-kind", valid(func(m map[string]any) { m["kind"] = "mine-bitcoin" }), messages.CodeUnknownKind},
-		{"negative-limit", valid(func(m map[string]any) { m["limits"] = map[string]any{"memory_bytes": -1} }), messages.CodeInvalidField},
-		{"oversize", valid(func(m map[string]any) { m["stdin"] = strings.Repeat("a", messages.MaxTaskBytes) }), messages.CodeTooLarge},
-		{"bad-utf8", []byte("{\"v\":1,\"id\":\"x\",\"batch\":\"inv\",\"kind\":\"exec\",\"argv\":[\"echo\",\"\xff\xfe\"]}"), messages.CodeInvalidUTF8},
-		{"nul-argv", valid(func(m map[string]any) { m["argv"] = []string{"echo", "a\x00b"} }), messages.CodeNULByte},
-		{"traversal", valid(func(m map[string]any) { m["files"] = map[string]string{"../../etc/cron.d/x": "boom"} }), messages.CodePathTraversal},
+		{"unknown-kind", valid("unknown-kind", func(m map[string]any) { m["kind"] = "mine-bitcoin" }), messages.CodeUnknownKind},
+		{"negative-limit", valid("negative-limit", func(m map[string]any) { m["limits"] = map[string]any{"memory_bytes": -1} }), messages.CodeInvalidField},
+		{"oversize", valid("oversize", func(m map[string]any) { m["stdin"] = strings.Repeat("a", messages.MaxTaskBytes) }), messages.CodeTooLarge},
+		{"bad-utf8", []byte("{\"v\":1,\"id\":\"bad-utf8\",\"batch\":\"inv\",\"kind\":\"exec\",\"argv\":[\"echo\",\"\xff\xfe\"]}"), messages.CodeInvalidUTF8},
+		{"nul-argv", valid("nul-argv", func(m map[string]any) { m["argv"] = []string{"echo", "a\x00b"} }), messages.CodeNULByte},
+		{"traversal", valid("traversal", func(m map[string]any) { m["files"] = map[string]string{"../../etc/cron.d/x": "boom"} }), messages.CodePathTraversal},
 	}
 	for _, c := range cases {
 		publishRaw(t, b.JS, "inv", c.id, c.data)
@@ -156,7 +156,7 @@ func TestInvalidTasksAreRefusedDeadLetteredAndNeverRedelivered(t *testing.T) {
 	info, err := dlq.Info(context.Background())
 	require.NoError(t, err)
 	require.EqualValues(t, len(cases), info.State.Msgs)
-	m, err := dlq.GetLastMsgForSubject(context.Background(), messages.DLQSubject("invalid", "inv"))
+	m, err := dlq.GetLastMsgForSubject(context.Background(), messages.DLQSubject("invalid", "inv", 1, "traversal"))
 	require.NoError(t, err)
 	require.Equal(t, "invalid", m.Header.Get(messages.HeaderDLQReason))
 
@@ -197,7 +197,7 @@ func TestInfrastructureFailureRetriesThenDeadLetters(t *testing.T) {
 	require.Len(t, fr.calls, 3, "tried once per allowed delivery")
 	dlq, err := b.JS.Stream(context.Background(), messages.StreamDLQ)
 	require.NoError(t, err)
-	_, err = dlq.GetLastMsgForSubject(context.Background(), messages.DLQSubject("infra", "infra"))
+	_, err = dlq.GetLastMsgForSubject(context.Background(), messages.DLQSubject("infra", "infra", 1, "t1"))
 	require.NoError(t, err)
 }
 
