@@ -71,22 +71,34 @@ func (c *Client) existingAttempt(ctx context.Context, batch string, attempt int)
 	return attempt, nil
 }
 
-// checkTaskExists looks for task id of the attempt in TASKS, then for its
-// result in RESULTS.
+// checkTaskExists looks for task id of the attempt in the manifest's id
+// list, else in TASKS (not for a tenant: its account cannot read the
+// fleet's queue), then for its result in RESULTS.
 func (c *Client) checkTaskExists(ctx context.Context, batch string, attempt int, id string) error {
-	stored, err := c.scanTasks(ctx, taskScan{Batch: batch, Attempt: attempt, HeadersOnly: true})
-	if err != nil {
-		return err
+	unknown := fmt.Errorf("%w %q in batch %q attempt %d: no such task; nothing cancelled", ErrUnknownTask, id, batch, attempt)
+	if m, err := c.Manifest(ctx, batch); err == nil {
+		if a, ok := m.Attempt(attempt); ok && len(a.IDs) > 0 {
+			if slices.Contains(a.IDs, id) {
+				return nil
+			}
+			return unknown
+		}
 	}
-	if slices.ContainsFunc(stored, func(st storedTask) bool { return st.ID == id }) {
-		return nil
+	if c.cfg.Tenant == "" {
+		stored, err := c.scanTasks(ctx, taskScan{Batch: batch, Attempt: attempt, HeadersOnly: true})
+		if err != nil {
+			return err
+		}
+		if slices.ContainsFunc(stored, func(st storedTask) bool { return st.ID == id }) {
+			return nil
+		}
 	}
 	m, err := c.lastMsg(ctx, messages.StreamResults, messages.ResultSubject(batch, attempt, id))
 	if err != nil {
 		return err
 	}
 	if m == nil {
-		return fmt.Errorf("%w %q in batch %q attempt %d: no such task; nothing cancelled", ErrUnknownTask, id, batch, attempt)
+		return unknown
 	}
 	return nil
 }

@@ -214,6 +214,9 @@ func (c *Client) latestStoredAttempt(ctx context.Context, batch string) (int, er
 		{messages.StreamResults, messages.BatchResultFilter(batch, 0)},
 		{messages.StreamTasks, messages.BatchTaskFilter(batch)},
 	} {
+		if q.stream == messages.StreamTasks && c.cfg.Tenant != "" {
+			break // a tenant's account cannot read the fleet's queue
+		}
 		m, err := c.lastMsg(ctx, q.stream, q.filter)
 		if err != nil || m == nil {
 			if err != nil {

@@ -20,6 +20,13 @@ func wireSize(m *nats.Msg) int64 {
 // WARREN_TASKS's max_msg_size; what names it; 0 when unknown.
 func (c *Client) taskSizeLimit(ctx context.Context) (int64, string, error) {
 	limit, what := c.nc.MaxPayload(), "the broker's max_payload"
+	if c.cfg.Tenant != "" {
+		// A tenant's account imports only what submitting needs, not the
+		// fleet's stream configuration. max_payload is then the bound; the
+		// stream's max_msg_size leaves room for a MaxTaskBytes body with
+		// headers of bounded ids (broker setup), so it does not bind first.
+		return limit, what, nil
+	}
 	s, err := c.stream(ctx, messages.StreamTasks)
 	if err != nil {
 		return 0, "", err
