@@ -13,6 +13,9 @@ type HostInfo struct {
 	Isolation []Isolation `json:"isolation"`
 	Profiles  []string    `json:"profiles"`
 	Version   string      `json:"version"`
-	StartedAt time.Time   `json:"started_at"`
-	UpdatedAt time.Time   `json:"updated_at"`
+	// Draining is set once the worker stopped taking tasks (first SIGTERM):
+	// its running tasks finish, then the entry is removed.
+	Draining  bool      `json:"draining,omitempty"`
+	StartedAt time.Time `json:"started_at"`
+	UpdatedAt time.Time `json:"updated_at"`
 }

@@ -60,6 +60,7 @@ func (w *Worker) handle(msg jetstream.Msg) {
 	defer unregister()
 
 	stopHB := w.heartbeat(msg, em)
+	w.metrics.taskStarted(task.EffectiveProfile(), delivery, meta.Timestamp)
 	res, runErr := w.execute(ctx, task, delivery, em)
 	stopHB()
 
@@ -181,8 +182,20 @@ func (w *Worker) finish(msg jetstream.Msg, em *emitter, res *messages.Result) {
 	em.emit(messages.EventExit, "", func(e *messages.Event) {
 		e.ExitCode, e.Signal, e.Status = &code, res.Signal, res.Status
 	})
+	w.metrics.taskFinished(subjectProfile(msg.Subject()), res)
 	w.ack(msg)
 	w.done.Add(1)
+}
+
+// subjectProfile is the profile token of a task subject
+// (warren.tasks.<pool>.<profile>.<batch>): the consumer's, so it is one this
+// worker serves even when the body cannot be read.
+func subjectProfile(subject string) string {
+	parts := strings.Split(subject, ".")
+	if len(parts) != 5 {
+		return "unknown"
+	}
+	return parts[3]
 }
 
 func (w *Worker) ack(msg jetstream.Msg) {
@@ -211,6 +224,7 @@ func (w *Worker) retryOrDeadLetter(msg jetstream.Msg, meta *jetstream.MsgMetadat
 		code = messages.CodeSandboxUnavailable
 	}
 	em.emit(messages.EventError, runErr.Error(), nil)
+	w.metrics.runFailed(runErr)
 	if delivery < w.cfg.Consumer.MaxDeliver {
 		d := min(w.cfg.RetryBase<<(delivery-1), w.cfg.RetryMax)
 		w.log.Warn().Err(runErr).Str("task_id", t.ID).Int("delivery", delivery).Dur("retry_in", d).Msg("task could not run; retrying")
@@ -225,6 +239,7 @@ func (w *Worker) retryOrDeadLetter(msg jetstream.Msg, meta *jetstream.MsgMetadat
 		_ = msg.Nak()
 		return
 	}
+	w.metrics.taskFinished(subjectProfile(msg.Subject()), res)
 	_ = msg.TermWithReason("infrastructure failure on every delivery")
 }
 
@@ -249,6 +264,7 @@ func (w *Worker) refuse(msg jetstream.Msg, meta *jetstream.MsgMetadata, derr err
 		return
 	}
 	_ = msg.TermWithReason("invalid task: " + string(merr.Code))
+	w.metrics.taskFinished(subjectProfile(msg.Subject()), res)
 	w.done.Add(1)
 }
 
@@ -273,6 +289,7 @@ func identify(msg jetstream.Msg, meta *jetstream.MsgMetadata) (id, batch string,
 
 func (w *Worker) markRunning(d int64) {
 	n := w.running.Add(d)
+	w.nudgeRegistry()
 	for {
 		p := w.peak.Load()
 		if n <= p || w.peak.CompareAndSwap(p, n) {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
 	"github.com/warrenhq/warren/broker"
@@ -59,6 +60,7 @@ type workerOpts struct {
 	maxDeliver int
 	profiles   []string      // Config.ExecProfiles; default one
 	pullWait   time.Duration // Config.PullWait; default 500ms
+	metrics    prometheus.Registerer
 }
 
 func startWorker(t testing.TB, b *brokertest.Broker, name string, o workerOpts) *worker.Worker {
@@ -79,6 +81,7 @@ func startWorker(t testing.TB, b *brokertest.Broker, name string, o workerOpts) 
 		Logger:       zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel),
 
 		TaskStarted: o.started,
+		Metrics:     o.metrics,
 	})
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

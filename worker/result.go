@@ -74,6 +74,7 @@ func (w *Worker) fitPayload(res *messages.Result) {
 // caller Terms it (Term would not delete it from the Limits-retention TASKS
 // stream, but the DLQ is where operators look).
 func (w *Worker) deadLetter(payload []byte, h nats.Header, reason, batch string, seq uint64, why string) {
+	w.metrics.deadLettered(reason)
 	if !messages.ValidID(batch) {
 		batch = "unknown"
 	}
