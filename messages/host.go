@@ -17,6 +17,9 @@ type HostInfo struct {
 	// with; empty when it holds none. A client that seals to it trusts
 	// whoever can write the registry (see docs/security.md).
 	SealKey   string    `json:"seal_key,omitempty"`
+	// Draining is set once the worker stopped taking tasks (first SIGTERM):
+	// its running tasks finish, then the entry is removed.
+	Draining  bool      `json:"draining,omitempty"`
 	StartedAt time.Time `json:"started_at"`
 	UpdatedAt time.Time `json:"updated_at"`
 }

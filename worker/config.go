@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nkeys"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 	"github.com/warrenhq/warren/broker"
 	"github.com/warrenhq/warren/messages"
@@ -95,6 +96,11 @@ type Config struct {
 	Version string
 	// Logger is the worker's logger. Defaults to a disabled logger.
 	Logger zerolog.Logger
+	// Metrics, when set, is where the worker registers its Prometheus
+	// collectors (warren_worker_*: slots, tasks by status, durations, queue
+	// wait, setup failures, verdicts, redeliveries, dead letters, pull
+	// errors). Defaults to nil: no metrics.
+	Metrics prometheus.Registerer
 	// TaskStarted, when set, receives the id of each task as it starts: a
 	// test signal (a send waits at most a second). Defaults to nil.
 	TaskStarted chan<- string

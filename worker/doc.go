@@ -121,6 +121,23 @@
 // `warren worker` maps the first SIGTERM to a drain and the second to
 // cancel.
 //
+// # Host registry and observability
+//
+// The host's entry in the registry bucket (messages.HostInfo) is refreshed
+// every RegistryInterval and within about 250 ms of a slot being taken or
+// freed, so `warren hosts` and placement see free slots nearly live. Stop
+// marks the entry draining before it waits for running tasks, and removes it
+// at the end.
+//
+// With Config.Metrics set the worker registers Prometheus collectors
+// (warren_worker_*): slots and busy slots, tasks started and finished by
+// profile and status, task duration and queue wait (publication to start)
+// histograms, sandbox setup failures by step, verdicts by reason,
+// redeliveries, dead letters by reason and pull errors. Labels are bounded
+// sets, never task or batch ids. Ready reports whether the worker serves
+// (started, not draining, connected); `warren worker --metrics-listen ADDR`
+// serves /metrics, /healthz and /readyz.
+//
 // # Cancellation
 //
 // The worker mirrors the cancel bucket. A cancelled task that is running is

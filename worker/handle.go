@@ -100,6 +100,7 @@ func (w *Worker) handle(msg jetstream.Msg) {
 	defer unregister()
 
 	stopHB := w.heartbeat(msg, em, held, cancel)
+	w.metrics.taskStarted(task.EffectiveProfile(), delivery, meta.Timestamp)
 	res, runErr := w.execute(ctx, run, delivery, em)
 	stopHB()
 
@@ -226,7 +227,7 @@ func (w *Worker) baseResult(t *messages.Task, delivery int) *messages.Result {
 func (w *Worker) finish(msg jetstream.Msg, meta *jetstream.MsgMetadata, em *emitter, res *messages.Result) {
 	err := w.spillOutputs(res, meta.Sequence.Stream)
 	if err == nil {
-		err = w.conclude(em, res)
+		err = w.conclude(em, res, msg.Subject())
 	}
 	if err != nil {
 		// Not stored: leave the message unacked so it is redelivered.
@@ -242,12 +243,13 @@ func (w *Worker) finish(msg jetstream.Msg, meta *jetstream.MsgMetadata, em *emit
 // the error (for an invalid task or one that could not run) and the final
 // exit, so a client that saw the final event finds the result stored. A
 // result that could not be stored is announced by a non-final error event:
-// the delivery is retried.
-func (w *Worker) conclude(em *emitter, res *messages.Result) error {
+// the delivery is retried. subject is the task message's, for the metrics.
+func (w *Worker) conclude(em *emitter, res *messages.Result, subject string) error {
 	if err := w.storeResult(res); err != nil {
 		em.emit(messages.EventError, "could not store the result: "+err.Error(), nil)
 		return err
 	}
+	w.metrics.taskFinished(subjectProfile(subject), res)
 	if res.Error != nil && res.Status != messages.StatusCancelled {
 		em.emitError(res.Error)
 	}
@@ -256,6 +258,18 @@ func (w *Worker) conclude(em *emitter, res *messages.Result) error {
 		e.ExitCode, e.Signal, e.Status, e.Final = &code, res.Signal, res.Status, true
 	})
 	return nil
+}
+
+// subjectProfile is the profile token of a task subject
+// (warren.tasks.<pool>.<profile>.<batch>, the batch one or two tokens): the
+// consumer's, so it is one this worker serves even when the body cannot be
+// read.
+func subjectProfile(subject string) string {
+	parts := strings.SplitN(subject, ".", 5)
+	if len(parts) != 5 {
+		return "unknown"
+	}
+	return parts[3]
 }
 
 func (w *Worker) ack(msg jetstream.Msg) {
@@ -283,6 +297,7 @@ func (w *Worker) retryOrDeadLetter(msg jetstream.Msg, meta *jetstream.MsgMetadat
 	case errors.Is(runErr, sandbox.ErrUnavailable), errors.Is(runErr, sandbox.ErrInsecureRefused):
 		code = messages.CodeSandboxUnavailable
 	}
+	w.metrics.runFailed(runErr)
 	if delivery < w.cfg.Consumer.MaxDeliver {
 		em.emitError(&messages.Error{Code: code, Msg: runErr.Error()})
 		d := min(w.cfg.RetryBase<<(delivery-1), w.cfg.RetryMax)
@@ -295,7 +310,7 @@ func (w *Worker) retryOrDeadLetter(msg jetstream.Msg, meta *jetstream.MsgMetadat
 	res.Error = &messages.Error{Code: code, Msg: fmt.Sprintf("gave up after %d deliveries: %v", delivery, runErr)}
 	res.FinishedAt = time.Now().UTC()
 	w.deadLetter(msg.Data(), msg.Headers(), "infra", t.Batch, t.EffectiveAttempt(), t.ID, meta.Sequence.Stream, res.Error.Msg)
-	if err := w.conclude(em, res); err != nil {
+	if err := w.conclude(em, res, msg.Subject()); err != nil {
 		_ = msg.Nak()
 		return
 	}
@@ -325,7 +340,7 @@ func (w *Worker) refuse(msg jetstream.Msg, meta *jetstream.MsgMetadata, derr err
 		FinishedAt: time.Now().UTC(),
 	}
 	em := w.newEmitterTo(ident, int(meta.NumDelivered))
-	if err := w.conclude(em, res); err != nil {
+	if err := w.conclude(em, res, msg.Subject()); err != nil {
 		w.log.Error().Err(err).Msg("could not store the invalid-task result; redelivering")
 		_ = msg.Nak()
 		return
@@ -362,6 +377,7 @@ func identify(data []byte, h nats.Header, subject string, seq uint64) messages.T
 
 func (w *Worker) markRunning(d int64) {
 	n := w.running.Add(d)
+	w.nudgeRegistry()
 	for {
 		p := w.peak.Load()
 		if n <= p || w.peak.CompareAndSwap(p, n) {

@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nkeys"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
 	"github.com/warrenhq/warren/broker"
@@ -64,6 +65,7 @@ type workerOpts struct {
 	sealKey    nkeys.KeyPair        // Config.SealKey
 	logTo      io.Writer            // debug-level log sink; default the test log at warn
 	isolation  []messages.Isolation // Config.Isolation; default none
+	metrics    prometheus.Registerer
 }
 
 func startWorker(t testing.TB, b *brokertest.Broker, name string, o workerOpts) *worker.Worker {
@@ -92,6 +94,7 @@ func startWorker(t testing.TB, b *brokertest.Broker, name string, o workerOpts) 
 		SealKey:      o.sealKey,
 
 		TaskStarted: o.started,
+		Metrics:     o.metrics,
 	})
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -9,9 +9,12 @@ import (
 )
 
 // registryLoop keeps this host's entry in the registry bucket fresh; the
-// bucket's TTL drops it if the worker dies.
-// The first entry is written by Start, before it returns.
-func (w *Worker) registryLoop(started time.Time) {
+// bucket's TTL drops it if the worker dies. It refreshes every
+// RegistryInterval, and soon after a slot is taken or freed (bursts
+// coalesced to one write per registryMinGap), so free slots are never more
+// than about registryMinGap stale. The first entry is written by Start,
+// before it returns.
+func (w *Worker) registryLoop() {
 	t := time.NewTicker(w.cfg.RegistryInterval)
 	defer t.Stop()
 	for {
@@ -19,17 +22,37 @@ func (w *Worker) registryLoop(started time.Time) {
 		case <-w.pullCtx.Done():
 			return
 		case <-t.C:
-			w.register(started)
+		case <-w.nudge:
+			if !sleepCtx(w.pullCtx, registryMinGap) {
+				return
+			}
+			select {
+			case <-w.nudge:
+			default:
+			}
 		}
+		w.register()
 	}
 }
 
-func (w *Worker) register(started time.Time) {
+// registryMinGap bounds registry writes caused by slot changes.
+const registryMinGap = 250 * time.Millisecond
+
+// nudgeRegistry asks for a registry refresh soon; it never blocks.
+func (w *Worker) nudgeRegistry() {
+	select {
+	case w.nudge <- struct{}{}:
+	default:
+	}
+}
+
+func (w *Worker) register() {
 	info := messages.HostInfo{
 		ID: w.cfg.HostID, Pool: w.cfg.Pool, Capacity: w.cfg.Capacity,
 		Free:      w.cfg.Capacity - int(w.running.Load()),
 		Isolation: w.cfg.Isolation, Profiles: w.cfg.profiles(), Version: w.cfg.Version,
-		StartedAt: started, UpdatedAt: time.Now().UTC(),
+		Draining:  w.draining.Load(),
+		StartedAt: w.startedAt, UpdatedAt: time.Now().UTC(),
 	}
 	if w.cfg.SealKey != nil {
 		info.SealKey, _ = w.cfg.SealKey.PublicKey()

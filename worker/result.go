@@ -132,6 +132,7 @@ func (w *Worker) putOutput(name, data string) error {
 // dead-lettered once per reason however late it comes back (no dedup time
 // window); the refusal of a second is success.
 func (w *Worker) deadLetter(payload []byte, h nats.Header, reason, batch string, attempt int, id string, seq uint64, why string) {
+	w.metrics.deadLettered(reason)
 	if !messages.ValidBatchID(batch) {
 		batch = "unknown"
 	}
@@ -242,7 +243,7 @@ func (w *Worker) handleMaxDeliveries(adv maxDeliveriesAdvisory) {
 	// The worker that had the last delivery died without a word: speak for
 	// it as the next delivery, so a client waiting for events hears the end.
 	em := w.newEmitterTo(ident, int(adv.Deliveries)+1)
-	if err := w.conclude(em, res); err != nil {
+	if err := w.conclude(em, res, raw.Subject); err != nil {
 		w.log.Error().Err(err).Msg("max deliveries: could not store result")
 	}
 }

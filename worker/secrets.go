@@ -39,7 +39,7 @@ func (w *Worker) refuseSecrets(msg jetstream.Msg, meta *jetstream.MsgMetadata, t
 	res.Status, res.Error, res.FinishedAt = messages.StatusInfraError, merr, time.Now().UTC()
 	w.deadLetter(msg.Data(), msg.Headers(), "secrets", t.Batch, t.EffectiveAttempt(), t.ID, meta.Sequence.Stream, merr.Error())
 	// Stored, then the error and the final exit event.
-	if serr := w.conclude(em, res); serr != nil {
+	if serr := w.conclude(em, res, msg.Subject()); serr != nil {
 		w.log.Error().Err(serr).Msg("could not store the secrets_unavailable result; redelivering")
 		_ = msg.Nak()
 		return

@@ -38,9 +38,15 @@ type Worker struct {
 	outputs jetstream.ObjectStore // outputs too large for a result message
 	claims  *claims
 	cancels *cancelSet
-	running atomic.Int64
-	peak    atomic.Int64
-	done    atomic.Int64
+	metrics *metrics
+	nudge   chan struct{} // a slot was taken or freed: refresh the registry soon
+	// startedAt is when Start finished (the registry's started_at);
+	// draining is set when Stop begins.
+	startedAt time.Time
+	draining  atomic.Bool
+	running   atomic.Int64
+	peak      atomic.Int64
+	done      atomic.Int64
 
 	startOnce, stopOnce sync.Once
 	started             atomic.Bool
@@ -65,9 +71,13 @@ func New(nc *nats.Conn, cfg Config) (*Worker, error) {
 		log:     cfg.Logger.With().Str("component", "worker").Str("host", cfg.HostID).Logger(),
 		slots:   make(chan struct{}, cfg.Capacity),
 		stopped: make(chan struct{}),
+		nudge:   make(chan struct{}, 1),
 	}
 	for range cfg.Capacity {
 		w.slots <- struct{}{}
+	}
+	if w.metrics, err = newMetrics(cfg.Metrics, w); err != nil {
+		return nil, err
 	}
 	return w, nil
 }
@@ -126,10 +136,10 @@ func (w *Worker) start(ctx context.Context) error {
 		w.cancelWork(errShutdown)
 		return err
 	}
-	started := time.Now().UTC()
-	w.register(started)
+	w.startedAt = time.Now().UTC()
+	w.register()
 	w.bg.Add(1)
-	go func() { defer w.bg.Done(); w.registryLoop(started) }()
+	go func() { defer w.bg.Done(); w.registryLoop() }()
 	for i, c := range consumers {
 		w.pullers.Add(1)
 		go func() { defer w.pullers.Done(); w.pullLoop(c, w.cfg.profiles()[i], len(consumers) > 1) }()
@@ -180,6 +190,7 @@ func (w *Worker) pullLoop(c jetstream.Consumer, profile string, contested bool) 
 				return
 			}
 			log.Warn().Err(err).Msg("pull failed; retrying")
+			w.metrics.pullFailed(profile)
 			if !sleepCtx(w.pullCtx, backoff.next()) {
 				return
 			}
@@ -216,6 +227,7 @@ func (w *Worker) pullLoop(c jetstream.Consumer, profile string, contested bool) 
 				return
 			}
 			log.Warn().Err(err).Msg("pull ended with an error; retrying")
+			w.metrics.pullFailed(profile)
 			if !sleepCtx(w.pullCtx, backoff.next()) {
 				return
 			}
@@ -235,8 +247,12 @@ func (w *Worker) Stop(ctx context.Context) error {
 		if !w.started.Load() {
 			return
 		}
+		w.draining.Store(true)
 		w.stopPull()
 		w.pullers.Wait()
+		// The registry loop has ended with the pulls: say we drain, so
+		// `warren hosts` and placement see it until the entry is removed.
+		w.register()
 		finished := make(chan struct{})
 		go func() { w.tasks.Wait(); close(finished) }()
 		select {
@@ -259,6 +275,22 @@ func (w *Worker) Stop(ctx context.Context) error {
 	})
 	<-w.stopped
 	return w.stopErr
+}
+
+// Ready reports whether the worker serves tasks: started, not draining, and
+// connected to NATS. It is the worker's part of a readiness check (/readyz);
+// the probe sandbox and stream compatibility are checked before Start
+// returns, so a started worker has passed them.
+func (w *Worker) Ready() error {
+	switch {
+	case !w.started.Load():
+		return errors.New("worker not started")
+	case w.draining.Load():
+		return errors.New("worker draining")
+	case !w.nc.IsConnected():
+		return fmt.Errorf("not connected to NATS (%s)", w.nc.Status())
+	}
+	return nil
 }
 
 // Stopped is closed when Stop has finished.

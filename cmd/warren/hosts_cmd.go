@@ -43,13 +43,17 @@ func writeHostTable(g *globals, hosts []messages.HostInfo, now time.Time) error 
 		return nil
 	}
 	tw := tabwriter.NewWriter(g.IO.Out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "HOST\tPOOL\tFREE/SLOTS\tISOLATION\tPROFILES\tVERSION\tUP\tSEEN")
+	fmt.Fprintln(tw, "HOST\tPOOL\tSTATE\tFREE/SLOTS\tISOLATION\tPROFILES\tVERSION\tUP\tSEEN")
 	for _, h := range hosts {
 		iso := make([]string, len(h.Isolation))
 		for i, m := range h.Isolation {
 			iso[i] = string(m)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d/%d\t%s\t%s\t%s\t%s\t%s ago\n", h.ID, h.Pool, h.Free, h.Capacity,
+		state := "serving"
+		if h.Draining {
+			state = "draining"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%s\t%s\t%s\t%s\t%s ago\n", h.ID, h.Pool, state, h.Free, h.Capacity,
 			dash(strings.Join(iso, ",")), dash(strings.Join(h.Profiles, ",")), dash(h.Version),
 			since(now, h.StartedAt), since(now, h.UpdatedAt))
 	}

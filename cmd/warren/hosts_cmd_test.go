@@ -31,9 +31,18 @@ func TestHostsCommand(t *testing.T) {
 	require.NoError(t, table.err)
 	lines := strings.Split(strings.TrimSpace(table.stdout), "\n")
 	require.Len(t, lines, 2)
-	require.Equal(t, []string{"HOST", "POOL", "FREE/SLOTS", "ISOLATION", "PROFILES", "VERSION", "UP", "SEEN"}, strings.Fields(lines[0]))
+	require.Equal(t, []string{"HOST", "POOL", "STATE", "FREE/SLOTS", "ISOLATION", "PROFILES", "VERSION", "UP", "SEEN"}, strings.Fields(lines[0]))
 	row := strings.Fields(lines[1])
-	require.Equal(t, []string{"box-1", "default", "5/8", "namespace,landlock", "default,lean", "0.1.0"}, row[:6])
+	require.Equal(t, []string{"box-1", "default", "serving", "5/8", "namespace,landlock", "default,lean", "0.1.0"}, row[:7])
+
+	h.Draining = true
+	data, err = json.Marshal(&h)
+	require.NoError(t, err)
+	_, err = kv.Put(e.ctx, h.ID, data)
+	require.NoError(t, err)
+	draining := e.run(t, "", "hosts")
+	require.NoError(t, draining.err)
+	require.Equal(t, "draining", strings.Fields(strings.Split(strings.TrimSpace(draining.stdout), "\n")[1])[2])
 
 	js := e.run(t, "", "hosts", "--json")
 	require.NoError(t, js.err)

@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nkeys"
 	"github.com/warrenhq/warren/broker"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/warrenhq/warren/messages"
 	"github.com/warrenhq/warren/sandbox"
 	"github.com/warrenhq/warren/verify"
@@ -28,11 +29,13 @@ type workerFlags struct {
 	ScratchRoot         string        `name:"scratch-root" help:"Directory for per-task scratch dirs (default: $TMPDIR/warren-sandboxes)."`
 	VerifyProfiles      string        `name:"verify-profiles" help:"Verify profiles file (see deploy/profiles.yaml). Defaults to the built-in coq profiles. Profiles whose checker is not installed are not offered." type:"path"`
 	SealKey             string        `name:"seal-key" env:"WARREN_SEAL_KEY" help:"The pool's seed file (warren keys init) that opens tasks' sealed secrets. Without it, a task with secrets gets a secrets_unavailable result." type:"path"`
+	MetricsListen       string        `name:"metrics-listen" help:"Serve Prometheus metrics (/metrics) and health checks (/healthz, /readyz) on this host:port, e.g. 127.0.0.1:9464. Off by default."`
 	DrainTimeout        time.Duration `name:"drain-timeout" help:"On the first SIGTERM/SIGINT, how long running tasks may finish before they are cancelled and handed back to the queue." default:"5m"`
 
 	pullWait time.Duration   // shorter for a client's short-lived in-process worker
 	sealKey  nkeys.KeyPair   // used when SealKey (a file) is not given
 	runner   *sandbox.Runner // set by buildWorker; Close it after the worker stops
+	obs      *obsServer      // set by buildWorker when --metrics-listen is given
 }
 
 // buildWorker creates the sandbox runner, proves it works by running a
@@ -73,7 +76,12 @@ func (f *workerFlags) buildWorker(ctx context.Context, g *globals, nc *nats.Conn
 			return nil, err
 		}
 	}
-	return worker.New(nc, worker.Config{
+	var reg prometheus.Registerer
+	if f.MetricsListen != "" {
+		f.obs = newObsServer(f.MetricsListen, g.Log)
+		reg = f.obs.Registry()
+	}
+	w, err := worker.New(nc, worker.Config{
 		SealKey:       sealKey,
 		InboxPrefixes: g.InboxPrefixes,
 		Verifier:      verifier,
@@ -86,7 +94,16 @@ func (f *workerFlags) buildWorker(ctx context.Context, g *globals, nc *nats.Conn
 		PullWait:      f.pullWait,
 		Version:       version,
 		Logger:        g.Log,
+		Metrics:       reg,
 	})
+	if err != nil {
+		return nil, err
+	}
+	if f.obs != nil {
+		// The probe sandbox passed above; streams are checked by Start.
+		f.obs.AddReadyCheck("worker", w.Ready)
+	}
+	return w, nil
 }
 
 // buildVerifier loads the verify profiles and offers those installed here.
@@ -133,6 +150,14 @@ func selfTest(ctx context.Context, r *sandbox.Runner) (string, error) {
 // serve runs w until the first signal, then drains; a second signal (or the
 // drain timeout) cancels running tasks, which go back to the queue.
 func (f *workerFlags) serve(g *globals, w *worker.Worker) error {
+	if f.obs != nil {
+		// Before the worker starts: /healthz answers during setup, and
+		// /readyz says not ready until the worker serves.
+		if err := f.obs.Start(g.Ctx); err != nil {
+			return err
+		}
+		defer f.obs.Stop()
+	}
 	if err := w.Start(g.Ctx); err != nil {
 		return err
 	}
