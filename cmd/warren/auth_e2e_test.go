@@ -82,6 +82,16 @@ func (a *authE2E) as(ctx context.Context, creds string, args ...string) *exec.Cm
 	return c
 }
 
+// waitForWorker waits until a worker has registered (submit refuses a
+// pool no live worker serves).
+func (a *authE2E) waitForWorker(t *testing.T, workerErr *bytes.Buffer) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		out, _, code := runCmd(t, a.as(context.Background(), broker.AdminCreds, "hosts", "--json"))
+		return code == 0 && strings.Contains(out, `"id"`)
+	}, 30*time.Second, 100*time.Millisecond, "the worker did not register: %s", workerErr)
+}
+
 func runCmd(t *testing.T, c *exec.Cmd) (string, string, int) {
 	t.Helper()
 	var out, errb bytes.Buffer
@@ -105,6 +115,7 @@ func TestE2EAuthFleet(t *testing.T) {
 	defer cancel()
 	workerErr := background(t, a.as(context.Background(), broker.WorkerCreds, "worker", "--capacity", "2", "--isolation", "none",
 		"--insecure-no-isolation", "--scratch-root", t.TempDir(), "--host-id", "auth-e2e"))
+	a.waitForWorker(t, workerErr)
 
 	batch := writeBatch(t, 4, func(i int) string { return fmt.Sprintf("echo task-%d", i) })
 	out, stderr, code := runCmd(t, a.as(ctx, "alice.creds", "submit", batch, "--wait"))
