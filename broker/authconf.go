@@ -133,6 +133,17 @@ func workerPermissions(pool string) (pub, sub []string) {
 		jsAPI + ".CONSUMER.DELETE.KV_" + messages.BucketCancel + ".*",
 		jsAPI + ".CONSUMER.INFO.KV_" + messages.BucketCancel + ".*",
 		"$JS.FC.KV_" + messages.BucketCancel + ".>",
+		// Claims: create, refresh (publish with an expected sequence and a
+		// TTL), purge, and read a task attempt's claim.
+		"$KV." + messages.BucketClaims + ".>",
+		jsAPI + ".DIRECT.GET.KV_" + messages.BucketClaims + ".>",
+		jsAPI + ".STREAM.MSG.GET.KV_" + messages.BucketClaims,
+		// Outputs too large for a result: chunks, metadata, the lookup a
+		// put does first, and the purge of a replaced object's chunks.
+		"$O." + messages.BucketOutputs + ".>",
+		jsAPI + ".DIRECT.GET.OBJ_" + messages.BucketOutputs + ".>",
+		jsAPI + ".STREAM.MSG.GET.OBJ_" + messages.BucketOutputs,
+		jsAPI + ".STREAM.PURGE.OBJ_" + messages.BucketOutputs,
 	}
 	sub = []string{
 		"_INBOX.>",

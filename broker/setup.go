@@ -124,6 +124,10 @@ func Setup(ctx context.Context, js jetstream.JetStream, c StreamConfig) error {
 			return fmt.Errorf("broker: set up bucket %s: %w%s", kc.Bucket, err, setupHint)
 		}
 	}
+	// An existing store is left alone (a worker may not update streams).
+	if _, err := js.ObjectStore(ctx, messages.BucketOutputs); err == nil {
+		return nil
+	}
 	if _, err := js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{
 		Bucket: messages.BucketOutputs, Description: "Warren result outputs too large for the result message",
 		TTL: c.ResultMaxAge, Storage: c.Storage, Replicas: c.Replicas,

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/warrenhq/warren/broker"
 	"github.com/warrenhq/warren/messages"
 )
 
@@ -141,7 +142,7 @@ func (c *Client) Collect(ctx context.Context, o CollectOptions) (*CollectReport,
 		if err != nil {
 			return rep, err
 		}
-		if err := c.takeResult(msg, want, seen, rep, o); err != nil {
+		if err := c.takeResult(ctx, msg, want, seen, rep, o); err != nil {
 			return rep, err
 		}
 		if o.NoWait && (md.Sequence.Stream >= last || md.NumPending == 0) {
@@ -165,7 +166,7 @@ func idSet(ids []string) map[string]bool {
 // takeResult decodes one stored result and hands it on unless its task
 // already had one, or it is not a result of one of the attempt's tasks
 // (want; nil accepts any id).
-func (c *Client) takeResult(msg jetstream.Msg, want, seen map[string]bool, rep *CollectReport, o CollectOptions) error {
+func (c *Client) takeResult(ctx context.Context, msg jetstream.Msg, want, seen map[string]bool, rep *CollectReport, o CollectOptions) error {
 	r, err := messages.DecodeResult(msg.Data())
 	switch {
 	case err != nil:
@@ -191,10 +192,31 @@ func (c *Client) takeResult(msg jetstream.Msg, want, seen map[string]bool, rep *
 	if o.Progress != nil {
 		o.Progress.Add(r.Status)
 	}
+	if err := c.loadOutputs(ctx, r); err != nil {
+		return err
+	}
 	if o.OnResult != nil {
 		return o.OnResult(r)
 	}
 	return nil
+}
+
+// loadOutputs puts back into r the stdout/stderr a worker stored in the
+// outputs object store (too large for the result message), so a collected
+// result holds the bytes its events carried. A tenant's account cannot read
+// that bucket (object names are not subject tokens the server could confine
+// per tenant): its results keep the object names, with a warning.
+func (c *Client) loadOutputs(ctx context.Context, r *messages.Result) error {
+	if r.StdoutObject == "" && r.StderrObject == "" {
+		return nil
+	}
+	if c.cfg.Tenant != "" {
+		c.log.Warn().Str("task_id", r.TaskID).Str("stdout_object", r.StdoutObject).Str("stderr_object", r.StderrObject).
+			Msg("the task's output was too large for its result and is in the outputs object store, which only the fleet's admin can read")
+		return nil
+	}
+	_, err := retry(ctx, c, "read large output", func() (struct{}, error) { return struct{}{}, broker.LoadOutputs(ctx, c.js, r) })
+	return err
 }
 
 // foreign reports a stored result that is not counted.

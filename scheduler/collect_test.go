@@ -2,8 +2,10 @@ package scheduler_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 
@@ -204,4 +206,33 @@ func TestCollectBatchWithoutManifest(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 3, rep.Attempt)
 	require.Zero(t, rep.Received)
+}
+
+// A result whose output a worker put in the outputs object store (too
+// large for the message) is collected with its bytes back in place.
+func TestCollectLoadsLargeOutputs(t *testing.T) {
+	x := setup(t)
+	obs, err := x.b.JS.ObjectStore(x.ctx, messages.BucketOutputs)
+	require.NoError(t, err)
+	big := strings.Repeat("0123456789abcdef", 1<<16) // 1 MiB
+	name := messages.OutputObjectName("big", 1, "t1", 7, 1, "stdout")
+	_, err = obs.PutBytes(x.ctx, name, []byte(big))
+	require.NoError(t, err)
+	r := messages.Result{V: messages.Version, TaskID: "t1", Batch: "big", Attempt: 1, Delivery: 1, Status: messages.StatusOK,
+		Stderr: "small", StdoutObject: name}
+	data, err := json.Marshal(&r)
+	require.NoError(t, err)
+	_, err = x.b.JS.Publish(x.ctx, messages.ResultSubject("big", 1, "t1"), data)
+	require.NoError(t, err)
+
+	var got *messages.Result
+	_, err = x.c.Collect(x.ctx, scheduler.CollectOptions{Batch: "big", NoWait: true, OnResult: func(r *messages.Result) error {
+		got = r
+		return nil
+	}})
+	require.NoError(t, err)
+	require.NotNil(t, got)
+	require.Equal(t, big, got.Stdout, "the object's bytes are back in the result")
+	require.Empty(t, got.StdoutObject)
+	require.Equal(t, "small", got.Stderr)
 }

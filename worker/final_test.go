@@ -61,9 +61,14 @@ func TestInvalidTaskAnswersItsClient(t *testing.T) {
 	}{
 		{name: "reply from the body, ids from the body", subject: onDefault,
 			data: body(func(m map[string]any) {
-				m["id"], m["attempt"], m["kind"], m["reply"] = "nohdr", 3, "bogus", "my.inbox.nohdr"
+				m["id"], m["attempt"], m["kind"], m["reply"] = "nohdr", 3, "bogus", "_INBOX.nohdr"
 			}),
-			listen: "my.inbox.nohdr", id: "nohdr", attempt: 3, code: messages.CodeUnknownKind, field: "kind"},
+			listen: "_INBOX.nohdr", id: "nohdr", attempt: 3, code: messages.CodeUnknownKind, field: "kind"},
+		{name: "reply the reply rule refuses: default subject", subject: onDefault,
+			data: body(func(m map[string]any) {
+				m["id"], m["kind"], m["reply"] = "hostile", "bogus", messages.ResultSubject("V", 1, "v1")
+			}),
+			listen: messages.EventSubject("fin", "hostile"), id: "hostile", attempt: 1, code: messages.CodeUnknownKind, field: "kind"},
 		{name: "undecodable body: headers name it", subject: onDefault,
 			data:    []byte(`{"v":1,"id":`),
 			headers: map[string]string{messages.HeaderTaskID: "garbled", messages.HeaderAttempt: "2"},
