@@ -16,7 +16,7 @@ type HostInfo struct {
 	// SealKey is the public curve key this host opens its pool's secrets
 	// with; empty when it holds none. A client that seals to it trusts
 	// whoever can write the registry (see docs/security.md).
-	SealKey   string    `json:"seal_key,omitempty"`
+	SealKey string `json:"seal_key,omitempty"`
 	// Draining is set once the worker stopped taking tasks (first SIGTERM):
 	// its running tasks finish, then the entry is removed.
 	Draining  bool      `json:"draining,omitempty"`
