@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -18,6 +19,16 @@ import (
 type Config struct {
 	// DataDir holds the JetStream file store. Required.
 	DataDir string
+	// ConfigFile is a nats-server configuration file (deploy/nats/): when
+	// set, it configures the server (listen, cluster, TLS, auth, limits)
+	// and Host, Port, Name and Cluster are ignored; DataDir is the store
+	// when the file names no jetstream store_dir. Defaults to none.
+	ConfigFile string
+	// Name is the server's name, unique in a cluster. Defaults to "warren".
+	Name string
+	// Cluster joins the server to a cluster of embedded brokers (tests,
+	// the cluster benchmark). Defaults to none: a single server.
+	Cluster *ClusterConfig
 	// Host to listen on. Defaults to 127.0.0.1.
 	Host string
 	// Port to listen on; -1 picks a free port. Defaults to 4222.
@@ -34,11 +45,24 @@ type Config struct {
 	Logger zerolog.Logger
 }
 
+// ClusterConfig places an embedded broker in a JetStream cluster.
+type ClusterConfig struct {
+	// Name of the cluster; every node has the same. Required.
+	Name string
+	// Host and Port the cluster (route) listener binds. Required: a node
+	// restarted must be found where its peers' routes point.
+	Host string
+	Port int
+	// Routes are the other nodes' route URLs (nats-route://host:port).
+	Routes []string
+}
+
 // DefaultPort is where `warren broker` and `warren up` listen and where
 // clients look for a local broker.
 const DefaultPort = 4222
 
 func (c Config) withDefaults() Config {
+	c.Name = cmp.Or(c.Name, "warren")
 	c.Host = cmp.Or(c.Host, "127.0.0.1")
 	c.Port = cmp.Or(c.Port, DefaultPort)
 	c.MaxPayload = cmp.Or(c.MaxPayload, 8<<20)
@@ -52,6 +76,9 @@ func (c Config) validate() error {
 	}
 	if c.Port < -1 || c.Port > 65535 {
 		return fmt.Errorf("broker config: Port %d is out of range", c.Port)
+	}
+	if cl := c.Cluster; cl != nil && (cl.Name == "" || cl.Port <= 0 || cl.Port > 65535) {
+		return fmt.Errorf("broker config: Cluster needs a Name and a fixed Port, got %q and %d", cl.Name, cl.Port)
 	}
 	return nil
 }
@@ -83,16 +110,9 @@ func (s *Server) Start(ctx context.Context) error {
 	if s.ns != nil {
 		return errors.New("broker: already started")
 	}
-	opts := &server.Options{
-		ServerName: "warren",
-		Host:       s.cfg.Host,
-		Port:       s.cfg.Port,
-		DontListen: s.cfg.DontListen,
-		JetStream:  true,
-		StoreDir:   filepath.Join(s.cfg.DataDir, "jetstream"),
-		MaxPayload: s.cfg.MaxPayload,
-		NoSigs:     true,
-		NoLog:      true,
+	opts, err := s.cfg.serverOptions()
+	if err != nil {
+		return err
 	}
 	ns, err := server.NewServer(opts)
 	if err != nil {
@@ -110,6 +130,39 @@ func (s *Server) Start(ctx context.Context) error {
 	s.ns = ns
 	s.log.Info().Str("url", s.ClientURL()).Str("store", opts.StoreDir).Msg("embedded broker ready")
 	return nil
+}
+
+// serverOptions are the nats-server options: from ConfigFile when set.
+func (c Config) serverOptions() (*server.Options, error) {
+	store := filepath.Join(c.DataDir, "jetstream")
+	if c.ConfigFile != "" {
+		opts, err := server.ProcessConfigFile(c.ConfigFile)
+		if err != nil {
+			return nil, fmt.Errorf("broker: read nats-server config: %w", err)
+		}
+		if !opts.JetStream {
+			return nil, fmt.Errorf("broker: %s does not enable JetStream (add a jetstream block): Warren's queue lives in JetStream", c.ConfigFile)
+		}
+		opts.StoreDir = cmp.Or(opts.StoreDir, store)
+		opts.NoSigs, opts.NoLog = true, true
+		return opts, nil
+	}
+	opts := &server.Options{
+		ServerName: c.Name,
+		Host:       c.Host,
+		Port:       c.Port,
+		DontListen: c.DontListen,
+		JetStream:  true,
+		StoreDir:   store,
+		MaxPayload: c.MaxPayload,
+		NoSigs:     true,
+		NoLog:      true,
+	}
+	if cl := c.Cluster; cl != nil {
+		opts.Cluster = server.ClusterOpts{Name: cl.Name, Host: cmp.Or(cl.Host, c.Host), Port: cl.Port}
+		opts.Routes = server.RoutesFromStr(strings.Join(cl.Routes, ","))
+	}
+	return opts, nil
 }
 
 // ClientURL is the URL other processes connect to ("" with DontListen).

@@ -38,42 +38,53 @@ func (s *session) Close() {
 // on --data-dir for the command's duration. With needWorker, an embedded
 // broker also gets an in-process worker, so work submitted to it runs.
 func (g *globals) open(ctx context.Context, name string, needWorker bool) (*session, error) {
-	url := g.NATS
-	if url == "" && broker.Reachable(ctx, localURL) {
-		url = localURL
-	}
-	if url != "" {
-		return g.dial(ctx, url, name)
-	}
-	s := &session{}
-	{
-		srv, err := broker.NewServer(broker.Config{DataDir: g.DataDir, DontListen: true, Logger: g.Log.Level(max(g.Log.GetLevel(), zerolog.WarnLevel))})
-		if err != nil {
-			return nil, err
-		}
-		if err := srv.Start(ctx); err != nil {
-			return nil, err
-		}
-		s.closers = append(s.closers, srv.Stop)
-		nc, err := srv.Connect(nats.Name(name))
-		if err != nil {
-			s.Close()
-			return nil, err
-		}
-		s.closers = append(s.closers, nc.Close)
-		s.NC, s.Embedded = nc, true
-		g.Log.Debug().Str("data_dir", g.DataDir).Msg("no broker reachable: using an embedded one")
+	s, err := g.connect(ctx, name)
+	if err != nil {
+		return nil, err
 	}
 	if err := s.init(ctx); err != nil {
 		s.Close()
 		return nil, err
 	}
-	if needWorker {
+	if needWorker && s.Embedded {
 		if err := g.startLocalWorker(ctx, s); err != nil {
 			s.Close()
 			return nil, err
 		}
 	}
+	return s, nil
+}
+
+// connect finds the broker as open does, without setting anything up.
+func (g *globals) connect(ctx context.Context, name string) (*session, error) {
+	url := g.NATS
+	if url == "" && broker.Reachable(ctx, localURL) {
+		url = localURL
+	}
+	if url != "" {
+		nc, err := broker.Connect(ctx, url, name)
+		if err != nil {
+			return nil, err
+		}
+		return &session{NC: nc, closers: []func(){nc.Close}}, nil
+	}
+	s := &session{}
+	srv, err := broker.NewServer(broker.Config{DataDir: g.DataDir, DontListen: true, Logger: g.Log.Level(max(g.Log.GetLevel(), zerolog.WarnLevel))})
+	if err != nil {
+		return nil, err
+	}
+	if err := srv.Start(ctx); err != nil {
+		return nil, err
+	}
+	s.closers = append(s.closers, srv.Stop)
+	nc, err := srv.Connect(nats.Name(name))
+	if err != nil {
+		s.Close()
+		return nil, err
+	}
+	s.closers = append(s.closers, nc.Close)
+	s.NC, s.Embedded = nc, true
+	g.Log.Debug().Str("data_dir", g.DataDir).Msg("no broker reachable: using an embedded one")
 	return s, nil
 }
 
@@ -100,7 +111,9 @@ func (s *session) init(ctx context.Context) error {
 	return setupStreams(ctx, s.NC)
 }
 
-// setupStreams makes sure every stream and bucket exists (idempotent).
+// setupStreams creates the streams and buckets that are missing and checks
+// the others are compatible; it changes nothing an operator set (that is
+// `warren setup`'s job).
 func setupStreams(ctx context.Context, nc *nats.Conn) error {
 	js, err := jetstream.New(nc)
 	if err != nil {
