@@ -9,6 +9,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/warrenhq/warren/broker"
 	"github.com/warrenhq/warren/messages"
 )
 
@@ -131,7 +132,7 @@ func (c *Client) publishAll(ctx context.Context, msgs []*nats.Msg) (stored, dups
 				return nil
 			case perr := <-p.fut.Err():
 				if !retryable(perr) || p.tries >= c.cfg.PublishRetries {
-					return fmt.Errorf("scheduler: publish task %s: %w", p.msg.Header.Get(messages.HeaderMsgID), perr)
+					return fmt.Errorf("scheduler: publish task %s: %w", p.msg.Header.Get(messages.HeaderMsgID), broker.ExplainPublish(messages.StreamTasks, perr))
 				}
 				p.tries++
 				c.log.Warn().Err(perr).Str("msg_id", p.msg.Header.Get(messages.HeaderMsgID)).Int("try", p.tries).Msg("re-publishing task")
