@@ -176,7 +176,10 @@ func checkMaxPayload(js jetstream.JetStream) error {
 type ConsumerConfig struct {
 	// AckWait is how long a delivered task may go without an ack or a
 	// heartbeat before it is redelivered. Workers heartbeat at a third of
-	// it. Defaults to 30s.
+	// it. It also bounds how long a batch waits for a delivery that was
+	// lost with a cluster node (sent by a dying consumer leader, never
+	// received): that task comes back after AckWait. Defaults to 10s
+	// (docs/benchmarks.md, cluster section).
 	AckWait time.Duration
 	// MaxDeliver bounds deliveries of one task (crashes, infrastructure
 	// errors); the last failure dead-letters it. Defaults to 5.
@@ -189,7 +192,7 @@ type ConsumerConfig struct {
 
 // WithDefaults fills zero fields.
 func (c ConsumerConfig) WithDefaults() ConsumerConfig {
-	c.AckWait = cmp.Or(c.AckWait, 30*time.Second)
+	c.AckWait = cmp.Or(c.AckWait, 10*time.Second)
 	c.MaxDeliver = cmp.Or(c.MaxDeliver, 5)
 	c.MaxAckPending = cmp.Or(c.MaxAckPending, 100000)
 	return c
