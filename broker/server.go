@@ -19,11 +19,6 @@ import (
 type Config struct {
 	// DataDir holds the JetStream file store. Required.
 	DataDir string
-	// ConfigFile is a nats-server configuration file (deploy/nats/): when
-	// set, it configures the server (listen, cluster, TLS, auth, limits)
-	// and Host, Port, Name and Cluster are ignored; DataDir is the store
-	// when the file names no jetstream store_dir. Defaults to none.
-	ConfigFile string
 	// Name is the server's name, unique in a cluster. Defaults to "warren".
 	Name string
 	// Cluster joins the server to a cluster of embedded brokers (tests,
@@ -132,28 +127,15 @@ func (s *Server) Start(ctx context.Context) error {
 	return nil
 }
 
-// serverOptions are the nats-server options: from ConfigFile when set.
+// serverOptions are the nats-server options.
 func (c Config) serverOptions() (*server.Options, error) {
-	store := filepath.Join(c.DataDir, "jetstream")
-	if c.ConfigFile != "" {
-		opts, err := server.ProcessConfigFile(c.ConfigFile)
-		if err != nil {
-			return nil, fmt.Errorf("broker: read nats-server config: %w", err)
-		}
-		if !opts.JetStream {
-			return nil, fmt.Errorf("broker: %s does not enable JetStream (add a jetstream block): Warren's queue lives in JetStream", c.ConfigFile)
-		}
-		opts.StoreDir = cmp.Or(opts.StoreDir, store)
-		opts.NoSigs, opts.NoLog = true, true
-		return opts, nil
-	}
 	opts := &server.Options{
 		ServerName: c.Name,
 		Host:       c.Host,
 		Port:       c.Port,
 		DontListen: c.DontListen,
 		JetStream:  true,
-		StoreDir:   store,
+		StoreDir:   filepath.Join(c.DataDir, "jetstream"),
 		MaxPayload: c.MaxPayload,
 		NoSigs:     true,
 		NoLog:      true,

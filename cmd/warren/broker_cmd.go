@@ -9,6 +9,32 @@ import (
 // brokerFlags configure the embedded broker; shared by `broker` and `up`.
 type brokerFlags struct {
 	Listen string `help:"Address the broker listens on (host:port). Use 0.0.0.0:4222 to let other hosts join." default:"127.0.0.1:4222"`
+	// A cluster node: see deploy/README.md.
+	Name          string   `name:"name" env:"WARREN_BROKER_NAME" help:"Server name, unique in a cluster (default: warren)."`
+	Cluster       string   `name:"cluster" env:"WARREN_CLUSTER" help:"Join a JetStream cluster of this name (with --cluster-listen and --routes)."`
+	ClusterListen string   `name:"cluster-listen" env:"WARREN_CLUSTER_LISTEN" help:"Address the cluster (route) listener binds, e.g. 0.0.0.0:6222." default:"0.0.0.0:6222"`
+	Routes        []string `name:"routes" env:"WARREN_ROUTES" help:"Route URLs of the cluster's nodes (this one may be listed), e.g. nats-route://broker-1:6222. Repeatable or comma separated."`
+}
+
+// cluster is the cluster configuration the flags ask for, or nil.
+func (f *brokerFlags) cluster() (*broker.ClusterConfig, error) {
+	if f.Cluster == "" {
+		if len(f.Routes) > 0 {
+			return nil, fmt.Errorf("--routes needs --cluster NAME")
+		}
+		return nil, nil
+	}
+	if f.Name == "" {
+		return nil, fmt.Errorf("--cluster needs --name: every node of a cluster has its own")
+	}
+	if len(f.Routes) == 0 {
+		return nil, fmt.Errorf("--cluster needs --routes: the other nodes' nats-route://host:port")
+	}
+	host, port, err := splitHostPort(f.ClusterListen)
+	if err != nil {
+		return nil, fmt.Errorf("--cluster-listen: %w", err)
+	}
+	return &broker.ClusterConfig{Name: f.Cluster, Host: host, Port: port, Routes: f.Routes}, nil
 }
 
 func (f *brokerFlags) start(g *globals) (*broker.Server, error) {
@@ -16,12 +42,21 @@ func (f *brokerFlags) start(g *globals) (*broker.Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	srv, err := broker.NewServer(broker.Config{DataDir: g.DataDir, Host: host, Port: port, Logger: g.Log})
+	cl, err := f.cluster()
+	if err != nil {
+		return nil, err
+	}
+	srv, err := broker.NewServer(broker.Config{DataDir: g.DataDir, Host: host, Port: port, Name: f.Name, Cluster: cl, Logger: g.Log})
 	if err != nil {
 		return nil, err
 	}
 	if err := srv.Start(g.Ctx); err != nil {
 		return nil, err
+	}
+	if cl != nil {
+		// A node alone has no JetStream meta leader until its peers are
+		// up: workers, clients and `warren setup` create the streams.
+		return srv, nil
 	}
 	nc, err := srv.Connect()
 	if err != nil {
