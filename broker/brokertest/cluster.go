@@ -34,7 +34,7 @@ type node struct {
 // meta leader. Everything is stopped in t.Cleanup.
 func StartCluster(t testing.TB, n int) *Cluster {
 	t.Helper()
-	clientPorts, routePorts := freePorts(t, n), freePorts(t, n)
+	clientPorts, routePorts := FreePorts(t, n), FreePorts(t, n)
 	routes := make([]string, n)
 	for i := range n {
 		routes[i] = fmt.Sprintf("nats-route://127.0.0.1:%d", routePorts[i])
@@ -69,9 +69,9 @@ func StartCluster(t testing.TB, n int) *Cluster {
 	return c
 }
 
-// freePorts finds n free TCP ports on loopback, held open until all are
+// FreePorts finds n free TCP ports on loopback, held open until all are
 // found so none is handed out twice.
-func freePorts(t testing.TB, n int) []int {
+func FreePorts(t testing.TB, n int) []int {
 	t.Helper()
 	var ports []int
 	for range n {
