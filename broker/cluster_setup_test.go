@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/stretchr/testify/require"
 	"github.com/warrenhq/warren/broker"
 	"github.com/warrenhq/warren/broker/brokertest"
@@ -13,7 +14,7 @@ import (
 
 // On a 3-node cluster Setup creates everything at R3 (min(3, cluster size)
 // read from the server's INFO), and an operator's change of replicas
-// survives every later Setup.
+// survives every later Setup and a worker start.
 func TestSetupOnClusterUsesThreeReplicasAndKeepsOperatorReplicas(t *testing.T) {
 	c := brokertest.StartCluster(t, 3)
 	_, js := c.Dial(t, "setup")
@@ -34,6 +35,8 @@ func TestSetupOnClusterUsesThreeReplicasAndKeepsOperatorReplicas(t *testing.T) {
 	_, err = js.UpdateStream(ctx, cfg)
 	require.NoError(t, err)
 	require.NoError(t, broker.Setup(ctx, js, broker.StreamConfig{}))
+	nc, _ := c.DialNode(t, 1, "worker")
+	fleetWorkers(t, []*nats.Conn{nc}, 1) // a worker start runs Setup too
 	s, err = js.Stream(ctx, messages.StreamResults)
 	require.NoError(t, err)
 	require.Equal(t, 1, s.CachedInfo().Config.Replicas)
