@@ -124,6 +124,16 @@ func resources(c StreamConfig) []resource {
 	}
 }
 
+// Names lists Warren's streams (kind "stream") and buckets ("bucket") by
+// name, as `warren setup` accepts them.
+func Names() map[string]string {
+	out := map[string]string{}
+	for _, r := range resources(StreamConfig{}) {
+		out[r.name()] = r.kind()
+	}
+	return out
+}
+
 // name is the resource's stream or bucket name, as operators know it.
 func (r resource) name() string {
 	if r.bucket != nil {

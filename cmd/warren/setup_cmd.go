@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -65,7 +66,30 @@ func (c *setupCmd) config() (broker.StreamConfig, error) {
 	if cfg.MaxBytes, err = parseLimits("--max-bytes", c.MaxBytes, parseBytes); err != nil {
 		return cfg, err
 	}
+	names := broker.Names()
+	for name := range cfg.MaxAge {
+		if name != "" && names[name] != "stream" {
+			return cfg, fmt.Errorf("--max-age %s=...: not one of Warren's streams (%s); buckets keep their TTL", name, strings.Join(namesOf(names, "stream"), ", "))
+		}
+	}
+	for name := range cfg.MaxBytes {
+		if name != "" && names[name] == "" {
+			return cfg, fmt.Errorf("--max-bytes %s=...: not one of Warren's streams or buckets (%s)", name, strings.Join(namesOf(names, ""), ", "))
+		}
+	}
 	return cfg, nil
+}
+
+// namesOf lists the names of the given kind ("" for all), sorted.
+func namesOf(names map[string]string, kind string) []string {
+	var out []string
+	for n, k := range names {
+		if kind == "" || k == kind {
+			out = append(out, n)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // parseLimits reads "VALUE" (key "") and "NAME=VALUE" entries.

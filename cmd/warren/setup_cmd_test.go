@@ -130,6 +130,8 @@ func TestSetupFlagParsing(t *testing.T) {
 		{[]string{"--max-bytes", "lots"}, broker.StreamConfig{}, `--max-bytes "lots"`},
 		{[]string{"--max-age", "-1d"}, broker.StreamConfig{}, `--max-age "-1d"`},
 		{[]string{"--replicas", "7"}, broker.StreamConfig{}, "--replicas 7"},
+		{[]string{"--max-age", "warren_hosts=1h"}, broker.StreamConfig{}, "not one of Warren's streams (WARREN_DLQ, WARREN_RESULTS, WARREN_TASKS)"},
+		{[]string{"--max-bytes", "WARREN_TASK=1GiB"}, broker.StreamConfig{}, "--max-bytes WARREN_TASK=...: not one of"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			var c setupCmd
