@@ -3,6 +3,7 @@ package broker_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -174,4 +175,24 @@ func TestSetupRefusesSmallMaxPayload(t *testing.T) {
 	require.NoError(t, err)
 	err = broker.Setup(context.Background(), js, broker.StreamConfig{})
 	require.ErrorContains(t, err, "max_payload")
+}
+
+// The largest task validation accepts fits WARREN_TASKS with its headers;
+// anything past the stream's MaxMsgSize is refused by the broker.
+func TestMaxTaskFitsTasksStream(t *testing.T) {
+	b := brokertest.Start(t, brokertest.Options{})
+	ctx := context.Background()
+	batch, id := strings.Repeat("b", 128), strings.Repeat("i", 128)
+	msg := func(size int) *nats.Msg {
+		h := nats.Header{}
+		h.Set(messages.HeaderMsgID, messages.MsgID(batch, id+fmt.Sprint(size), 1))
+		h.Set(messages.HeaderTaskID, id)
+		h.Set(messages.HeaderBatch, batch)
+		h.Set(messages.HeaderAttempt, "1")
+		return &nats.Msg{Subject: messages.TaskSubject("default", "default", batch), Header: h, Data: make([]byte, size)}
+	}
+	_, err := b.JS.PublishMsg(ctx, msg(messages.MaxTaskBytes))
+	require.NoError(t, err)
+	_, err = b.JS.PublishMsg(ctx, msg(broker.MaxTaskMsgBytes+1))
+	require.ErrorIs(t, err, jetstream.ErrStreamMessageExceedsMaximum)
 }

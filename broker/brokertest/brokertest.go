@@ -56,5 +56,5 @@ func Start(t testing.TB, o Options) *Broker {
 // Dial opens another client connection to b, closed in t.Cleanup.
 func (b *Broker) Dial(t testing.TB, name string) (*nats.Conn, jetstream.JetStream) {
 	t.Helper()
-	return dial(t, b.URL, name)
+	return DialURL(t, b.URL, name)
 }

@@ -161,16 +161,17 @@ func (c *Cluster) WaitReady() {
 // closed in t.Cleanup.
 func (c *Cluster) Dial(t testing.TB, name string) (*nats.Conn, jetstream.JetStream) {
 	t.Helper()
-	return dial(t, c.URL(), name)
+	return DialURL(t, c.URL(), name)
 }
 
 // DialNode connects to node i only first (reconnects go to the others).
 func (c *Cluster) DialNode(t testing.TB, i int, name string) (*nats.Conn, jetstream.JetStream) {
 	t.Helper()
-	return dial(t, c.nodes[i].url, name, nats.DontRandomize())
+	return DialURL(t, c.nodes[i].url, name, nats.DontRandomize())
 }
 
-func dial(t testing.TB, url, name string, opts ...nats.Option) (*nats.Conn, jetstream.JetStream) {
+// DialURL connects to the broker(s) at url, closed in t.Cleanup.
+func DialURL(t testing.TB, url, name string, opts ...nats.Option) (*nats.Conn, jetstream.JetStream) {
 	t.Helper()
 	nc, err := broker.Connect(context.Background(), url, name, opts...)
 	require.NoError(t, err)
