@@ -101,12 +101,7 @@ func TestNATSClusterConfigBringsUpACluster(t *testing.T) {
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	require.Eventually(t, func() bool {
-		actx, acancel := context.WithTimeout(ctx, 2*time.Second) // no answer until a meta leader is elected
-		defer acancel()
-		_, err := js.AccountInfo(actx)
-		return err == nil
-	}, 30*time.Second, 100*time.Millisecond, "no JetStream meta leader")
+	brokertest.WaitJetStream(t, js)
 	require.NoError(t, broker.Setup(ctx, js, broker.StreamConfig{}))
 	for _, name := range []string{messages.StreamTasks, messages.StreamResults, messages.StreamDLQ, "KV_" + messages.BucketHosts} {
 		s, err := js.Stream(ctx, name)

@@ -149,12 +149,20 @@ func (c *Cluster) Restart(i int) {
 func (c *Cluster) WaitReady() {
 	c.t.Helper()
 	_, js := c.Dial(c.t, "brokertest-ready")
-	require.Eventually(c.t, func() bool {
+	WaitJetStream(c.t, js)
+}
+
+// WaitJetStream polls until JetStream answers js's API requests, for up
+// to 30s. A clustered server answers nothing until a meta leader is
+// elected, so each try has its own short timeout.
+func WaitJetStream(t testing.TB, js jetstream.JetStream) {
+	t.Helper()
+	require.Eventually(t, func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
 		_, err := js.AccountInfo(ctx)
 		return err == nil
-	}, 30*time.Second, 100*time.Millisecond, "JetStream cluster has no meta leader")
+	}, 30*time.Second, 100*time.Millisecond, "JetStream has no meta leader")
 }
 
 // Dial connects to the cluster (any node, reconnecting to the others),

@@ -66,12 +66,7 @@ func TestBrokerNodesFormACluster(t *testing.T) {
 	}
 	url := strings.Join(urls, ",")
 	_, js := brokertest.DialURL(t, url, "test")
-	require.Eventually(t, func() bool {
-		actx, acancel := context.WithTimeout(ctx, 2*time.Second)
-		defer acancel()
-		_, err := js.AccountInfo(actx)
-		return err == nil
-	}, 30*time.Second, 100*time.Millisecond, "no JetStream meta leader")
+	brokertest.WaitJetStream(t, js)
 	out := runClient(t, ctx, url, "", "setup")
 	require.NoError(t, out.err)
 	require.Contains(t, out.stdout, "stream WARREN_TASKS: create (")
