@@ -40,4 +40,12 @@ func TestSetupOnClusterUsesThreeReplicasAndKeepsOperatorReplicas(t *testing.T) {
 	s, err = js.Stream(ctx, messages.StreamResults)
 	require.NoError(t, err)
 	require.Equal(t, 1, s.CachedInfo().Config.Replicas)
+
+	// `warren setup --replicas 3` scales it back, and says so.
+	changes, err := broker.Apply(ctx, js, broker.StreamConfig{Replicas: 3}, false)
+	require.NoError(t, err)
+	require.Equal(t, []broker.Change{{Kind: "stream", Name: messages.StreamResults, Field: "num_replicas", Class: "tunable", Have: "1", Want: "3"}}, changes)
+	s, err = js.Stream(ctx, messages.StreamResults)
+	require.NoError(t, err)
+	require.Equal(t, 3, s.CachedInfo().Config.Replicas)
 }
