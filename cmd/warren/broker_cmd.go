@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/warrenhq/warren/broker"
@@ -65,6 +66,13 @@ func (f *brokerFlags) start(g *globals) (*broker.Server, error) {
 	}
 	defer nc.Close()
 	if err := setupStreams(g.Ctx, nc); err != nil {
+		// Incompatible streams: serve anyway, so `warren setup --nats`
+		// can fix them; workers and clients refuse until then.
+		var inc *broker.IncompatibleError
+		if errors.As(err, &inc) {
+			g.Log.Warn().Err(err).Msg("serving, but workers and clients will refuse these streams until `warren setup`")
+			return srv, nil
+		}
 		srv.Stop()
 		return nil, err
 	}

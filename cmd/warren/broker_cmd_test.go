@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
 	"github.com/warrenhq/warren/broker"
@@ -73,4 +74,30 @@ func TestBrokerNodesFormACluster(t *testing.T) {
 	require.Contains(t, out.stdout, "num_replicas=3")
 	require.NotContains(t, out.stdout, "num_replicas=1")
 	require.NoError(t, broker.Setup(ctx, js, broker.StreamConfig{}))
+}
+
+// A broker whose store holds incompatible streams still serves, so that
+// `warren setup --nats` can fix them.
+func TestBrokerServesIncompatibleStreamsForSetup(t *testing.T) {
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	port := brokertest.FreePorts(t, 1)[0]
+	f := brokerFlags{Listen: fmt.Sprintf("127.0.0.1:%d", port)}
+	g := &globals{Ctx: ctx, DataDir: dir, Log: zerolog.Nop()}
+	srv, err := f.start(g)
+	require.NoError(t, err)
+	url := srv.ClientURL()
+	_, js := brokertest.DialURL(t, url, "edit")
+	editStream(t, js, "WARREN_RESULTS", func(c *jetstream.StreamConfig) { c.MaxMsgsPerSubject = 2 })
+	srv.Stop()
+
+	srv, err = f.start(g)
+	require.NoError(t, err, "served despite the incompatible stream")
+	t.Cleanup(srv.Stop)
+	require.ErrorContains(t, runClient(t, ctx, url, "", "hosts").err, "max_msgs_per_subject")
+	fix := runClient(t, ctx, url, "", "setup")
+	require.NoError(t, fix.err)
+	require.Equal(t, "stream WARREN_RESULTS: max_msgs_per_subject 2 -> 1\n", fix.stdout)
+	require.NoError(t, runClient(t, ctx, url, "", "hosts").err)
 }
