@@ -17,9 +17,6 @@ import (
 // changes, one per field; with dryRun it changes nothing and returns what
 // it would change.
 func Apply(ctx context.Context, js jetstream.JetStream, c StreamConfig, dryRun bool) ([]Change, error) {
-	if err := checkMaxPayload(js); err != nil {
-		return nil, err
-	}
 	rs, err := wanted(ctx, js, c)
 	if err != nil {
 		return nil, err

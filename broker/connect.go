@@ -4,11 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
-	"net/url"
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // Connect dials an external NATS at url with options suited to long-lived
@@ -32,21 +31,23 @@ func Connect(ctx context.Context, url, name string, opts ...nats.Option) (*nats.
 	return nc, nil
 }
 
-// Reachable reports whether something accepts TCP connections at a NATS
-// URL: the cheap check clients use to decide between a running local broker
-// and starting an embedded one.
-func Reachable(ctx context.Context, natsURL string) bool {
-	u, err := url.Parse(natsURL)
-	if err != nil || u.Host == "" {
-		return false
+// CheckJetStream reports a server without JetStream as such, saying how
+// to fix it, instead of the "no responders available" every JetStream
+// request would otherwise fail with.
+func CheckJetStream(ctx context.Context, js jetstream.JetStream, nc *nats.Conn) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	_, err := js.AccountInfo(ctx)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, jetstream.ErrJetStreamNotEnabled), errors.Is(err, nats.ErrNoResponders):
+		return fmt.Errorf("JetStream is not enabled on %s: start nats-server with -js", nc.ConnectedUrlRedacted())
+	case errors.Is(err, jetstream.ErrJetStreamNotEnabledForAccount):
+		return fmt.Errorf("JetStream is not enabled for this account on %s: enable it for the account in the server's configuration", nc.ConnectedUrlRedacted())
+	default:
+		return fmt.Errorf("JetStream on %s: %w", nc.ConnectedUrlRedacted(), err)
 	}
-	d := net.Dialer{Timeout: 300 * time.Millisecond}
-	c, err := d.DialContext(ctx, "tcp", u.Host)
-	if err != nil {
-		return false
-	}
-	_ = c.Close()
-	return true
 }
 
 // ErrNoBroker is returned when no broker could be found or started.

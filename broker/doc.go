@@ -5,7 +5,8 @@
 //
 // # Model
 //
-//	WARREN_TASKS    Limits retention, so every task can be replayed until
+//	WARREN_TASKS    warren.tasks.<pool>.<profile>.<batch> only (TaskSubjects);
+//	                Limits retention, so every task can be replayed until
 //	                MaxAge; Nats-Msg-Id dedup so a re-published task is not
 //	                queued twice within the duplicate window; DiscardNew: a
 //	                full stream refuses new tasks, it never drops unrun ones.
@@ -36,6 +37,9 @@
 //
 // # Failure handling
 //
+// CheckJetStream turns the "no responders" of a server without JetStream
+// into an error saying to start nats-server with -js.
+//
 // [Server.Start] returns an error if the server is not ready for
 // connections within Config.ReadyTimeout; the JetStream file store in
 // Config.DataDir survives restarts, so a broker stopped mid-batch resumes
@@ -50,6 +54,7 @@
 // # Limits
 //
 // Byte limits per stream and bucket: [DefaultMaxBytes]. WARREN_TASKS's
-// MaxMsgSize is [MaxTaskMsgBytes] (messages.MaxTaskBytes plus headers);
-// Setup refuses a server whose max_payload is smaller. Replicas at most 5.
+// MaxMsgSize is [MaxTaskMsgBytes] (messages.MaxTaskBytes plus headers), a
+// tunable: the scheduler refuses a task over it or over the server's
+// max_payload at submit, naming which. Replicas at most 5.
 package broker

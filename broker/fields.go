@@ -67,7 +67,7 @@ var streamFields = []field{
 		func(d, s *jetstream.StreamConfig) { d.DiscardNewPerSubject = s.DiscardNewPerSubject }},
 	{"duplicate_window", guarantee, func(c *jetstream.StreamConfig) string { return c.Duplicates.String() },
 		func(d, s *jetstream.StreamConfig) { d.Duplicates = s.Duplicates }},
-	{"max_msg_size", guarantee, func(c *jetstream.StreamConfig) string { return byteCount(int64(c.MaxMsgSize)) },
+	{"max_msg_size", tunable, func(c *jetstream.StreamConfig) string { return byteCount(int64(c.MaxMsgSize)) },
 		func(d, s *jetstream.StreamConfig) { d.MaxMsgSize = s.MaxMsgSize }},
 	storageField,
 	replicasField,

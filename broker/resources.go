@@ -48,9 +48,15 @@ var DefaultMaxBytes = map[string]int64{
 	messages.BucketBatches: 256 << 20,
 }
 
+// TaskSubjects is the subject filter of WARREN_TASKS: only well-formed
+// task subjects, warren.tasks.<pool>.<profile>.<batch>.
+var TaskSubjects = messages.SubjectTasksPrefix + ".*.*.*"
+
 // TaskMsgHeadroom is what a task message may carry on top of its encoded
 // body (MaxTaskBytes): protocol headers. WARREN_TASKS's MaxMsgSize is
-// their sum, and the server's max_payload must be at least that.
+// their sum. A server with a smaller max_payload (a stock nats-server's
+// 1 MiB) works too: the scheduler refuses a task over either limit at
+// submit, naming it.
 const TaskMsgHeadroom = 16 << 10
 
 // MaxTaskMsgBytes is WARREN_TASKS's MaxMsgSize.
@@ -82,8 +88,12 @@ func resources(c StreamConfig) []resource {
 		{stream: &jetstream.StreamConfig{
 			Name:        messages.StreamTasks,
 			Description: "Warren tasks; Limits retention so batches can be replayed",
-			Subjects:    []string{messages.SubjectTasksPrefix + ".>"},
-			Retention:   jetstream.LimitsPolicy,
+			// Exactly warren.tasks.<pool>.<profile>.<batch>: a task on any
+			// other subject under the prefix would be stored for MaxAge and
+			// never consumed, so the stream does not take it (the publisher
+			// gets no ack: "no responders").
+			Subjects:  []string{TaskSubjects},
+			Retention: jetstream.LimitsPolicy,
 			// Full: refuse new tasks rather than drop old, unrun ones.
 			Discard:           jetstream.DiscardNew,
 			MaxMsgsPerSubject: -1,

@@ -155,6 +155,27 @@ func (s *Server) ClientURL() string {
 	return s.ns.ClientURL()
 }
 
+// ID is the running server's unique id (new at every start), as its INFO
+// reports it to clients ("" before Start).
+func (s *Server) ID() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ns == nil {
+		return ""
+	}
+	return s.ns.ID()
+}
+
+// HasInterest reports whether a client subscription would receive a
+// message published on subject now (for tests that must wait until a
+// subscriber started elsewhere is in place).
+func (s *Server) HasInterest(subject string) bool {
+	s.mu.Lock()
+	ns := s.ns
+	s.mu.Unlock()
+	return ns != nil && ns.GlobalAccount().SubscriptionInterest(subject)
+}
+
 // Connect opens an in-process connection to the server.
 func (s *Server) Connect(opts ...nats.Option) (*nats.Conn, error) {
 	s.mu.Lock()

@@ -26,9 +26,6 @@ const EnvReplicas = "WARREN_REPLICAS"
 // compared) are never changed: they are the operator's, and only Apply
 // (`warren setup`) changes them. Safe to call from many processes at once.
 func Setup(ctx context.Context, js jetstream.JetStream, c StreamConfig) error {
-	if err := checkMaxPayload(js); err != nil {
-		return err
-	}
 	rs, err := wanted(ctx, js, c)
 	if err != nil {
 		return err
@@ -159,17 +156,6 @@ func ClusterSize(js jetstream.JetStream) int {
 		hosts[u.Host] = true
 	}
 	return max(len(hosts), 1)
-}
-
-// checkMaxPayload refuses a server whose max_payload is below what a valid
-// task may need: such a task would be accepted by validation and refused
-// by the server.
-func checkMaxPayload(js jetstream.JetStream) error {
-	if mp := js.Conn().MaxPayload(); mp > 0 && mp < MaxTaskMsgBytes {
-		return fmt.Errorf("broker: the NATS server's max_payload is %s, but a Warren task may be %s with its headers: set max_payload to at least %s (deploy/nats uses 8MB)",
-			byteCount(mp), byteCount(MaxTaskMsgBytes), byteCount(MaxTaskMsgBytes))
-	}
-	return nil
 }
 
 // ConsumerConfig tunes the durable pull consumer of a pool and profile.

@@ -83,7 +83,8 @@ func TestSetupRefusesIncompatibleStreams(t *testing.T) {
 		{messages.StreamTasks, "discard", func(c *jetstream.StreamConfig) { c.Discard = jetstream.DiscardOld }},
 		{messages.StreamTasks, "duplicate_window", func(c *jetstream.StreamConfig) { c.Duplicates = time.Second }},
 		{messages.StreamTasks, "subjects", func(c *jetstream.StreamConfig) { c.Subjects = append(c.Subjects, "other.>") }},
-		{messages.StreamTasks, "max_msg_size", func(c *jetstream.StreamConfig) { c.MaxMsgSize = 1000 }},
+		// An older deployment's catch-all: stored tasks no consumer takes.
+		{messages.StreamTasks, "subjects", func(c *jetstream.StreamConfig) { c.Subjects = []string{"warren.tasks.>"} }},
 		{"KV_" + messages.BucketHosts, "ttl", func(c *jetstream.StreamConfig) { c.MaxAge = time.Hour }},
 	} {
 		t.Run(tc.field, func(t *testing.T) {
@@ -161,20 +162,6 @@ func TestStoreFullIsAClearErrorNotAHang(t *testing.T) {
 	}
 	require.True(t, broker.IsStoreFull(rerr), "%v", rerr)
 	require.False(t, broker.IsResultExists(rerr), "a full RESULTS must not count as a stored result")
-}
-
-func TestSetupRefusesSmallMaxPayload(t *testing.T) {
-	srv, err := broker.NewServer(broker.Config{DataDir: t.TempDir(), Port: -1, MaxPayload: 1 << 20})
-	require.NoError(t, err)
-	require.NoError(t, srv.Start(context.Background()))
-	t.Cleanup(srv.Stop)
-	nc, err := srv.Connect()
-	require.NoError(t, err)
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	require.NoError(t, err)
-	err = broker.Setup(context.Background(), js, broker.StreamConfig{})
-	require.ErrorContains(t, err, "max_payload")
 }
 
 // The largest task validation accepts fits WARREN_TASKS with its headers;

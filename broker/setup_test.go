@@ -87,3 +87,39 @@ func TestRestartKeepsStore(t *testing.T) {
 	require.NoError(t, err)
 	require.EqualValues(t, 1, s.CachedInfo().State.Msgs)
 }
+
+// The tasks stream stores only warren.tasks.<pool>.<profile>.<batch>: a
+// task missing its batch token (or with extra tokens) is refused at once
+// instead of being stored for days and never consumed. An existing stream
+// with the old catch-all subject is refused by Setup (every process) and
+// narrowed by Apply (`warren setup`).
+func TestTasksStreamTakesOnlyWellFormedSubjects(t *testing.T) {
+	b := brokertest.Start(t, brokertest.Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s, err := b.JS.Stream(ctx, messages.StreamTasks)
+	require.NoError(t, err)
+	old := s.CachedInfo().Config
+	old.Subjects = []string{"warren.tasks.>"}
+	_, err = b.JS.UpdateStream(ctx, old)
+	require.NoError(t, err, "the layout of an older deployment")
+	var inc *broker.IncompatibleError
+	require.ErrorAs(t, broker.Setup(ctx, b.JS, broker.StreamConfig{}), &inc)
+	require.Equal(t, "subjects", inc.Changes[0].Field)
+	_, err = broker.Apply(ctx, b.JS, broker.StreamConfig{}, false)
+	require.NoError(t, err)
+	require.NoError(t, broker.Setup(ctx, b.JS, broker.StreamConfig{}))
+	s, err = b.JS.Stream(ctx, messages.StreamTasks)
+	require.NoError(t, err)
+	require.Equal(t, []string{"warren.tasks.*.*.*"}, s.CachedInfo().Config.Subjects)
+
+	for _, subj := range []string{"warren.tasks.default.default", "warren.tasks.default", "warren.tasks.default.default.b1.extra"} {
+		_, err := b.JS.Publish(ctx, subj, []byte(`{}`))
+		require.ErrorIs(t, err, jetstream.ErrNoStreamResponse, subj)
+	}
+	_, err = b.JS.Publish(ctx, messages.TaskSubject("default", "default", "b1"), []byte(`{}`))
+	require.NoError(t, err)
+	info, err := s.Info(ctx)
+	require.NoError(t, err)
+	require.EqualValues(t, 1, info.State.Msgs)
+}

@@ -32,6 +32,10 @@ type AttemptManifest struct {
 	// ReplayOf is the attempt whose tasks a replay republished (0 for the
 	// original submission).
 	ReplayOf int `json:"replay_of,omitempty"`
+	// IDs are the attempt's task ids in publication order: a collector
+	// accepts a result only for one of them. Absent in manifests written
+	// before it existed.
+	IDs []string `json:"ids,omitempty"`
 }
 
 // Attempt returns the manifest of attempt n.

@@ -24,6 +24,9 @@ func DecodeTask(data []byte) (*Task, error) {
 	if err := t.Validate(); err != nil {
 		return nil, err
 	}
+	if len(t.Secrets) > 0 {
+		return nil, fieldErr(CodeCleartextSecrets, "secrets", "secrets arrived unsealed and are now stored in the task stream: rotate them, and submit through the scheduler with the pool's key (--pool-key) so they are sealed")
+	}
 	return &t, nil
 }
 

@@ -19,6 +19,25 @@
 // a client in any language can branch on the code and a Go client can use
 // errors.Is against the sentinels in errors.go.
 //
+// # Reply rule
+//
+// A task's live events go only to its own batch's events
+// (warren.events.<batch>.<...>) or under an inbox prefix the operator
+// configured ([DefaultInboxPrefixes]: "_INBOX."). [CheckReply] enforces it
+// on both sides, with the stable code [CodeReplyForbidden] on field
+// "reply"; [ReservedSubject] names what no event may ever reach ($JS, $KV,
+// $O, $SYS and every other "$" subject; Warren's tasks, results and DLQ).
+//
+// # Secrets
+//
+// A task's secrets (name -> value, given to the process as environment
+// variables) exist in cleartext only in the submitter's memory and in the
+// worker. [SealSecrets] seals them to the pool's public curve key (nkeys
+// xkeys: X25519, XSalsa20-Poly1305) from an ephemeral sender key, bound to
+// the task's batch and id; [OpenSecrets] opens them with the pool's seal key
+// and refuses a box moved to another task. A task on the wire with
+// cleartext secrets is refused by [DecodeTask] ([CodeCleartextSecrets]).
+//
 // # Limits
 //
 // Identifiers (task id, batch, pool, profile) become NATS subject tokens, so

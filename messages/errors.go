@@ -18,6 +18,11 @@ const (
 	CodeNULByte       Code = "nul_byte"            // a NUL byte where the kernel cannot carry one
 	CodePathTraversal Code = "path_traversal"      // a files path that is absolute or leaves the scratch dir
 	CodeContradictory Code = "contradictory"       // fields that cannot all hold at once
+	// CodeReplyForbidden: the reply subject is outside the task's own
+	// events and the allowed inbox prefixes (see CheckReply).
+	CodeReplyForbidden Code = "reply_forbidden"
+	// CodeCleartextSecrets: a task on the wire carries secrets unsealed.
+	CodeCleartextSecrets Code = "cleartext_secrets"
 )
 
 // Codes a worker puts in a Result's error when a valid task could not run.
@@ -26,7 +31,10 @@ const (
 	CodeSandboxSetup       Code = "sandbox_setup"       // a sandbox setup step failed; the command never ran
 	CodeMaxDeliveries      Code = "max_deliveries"      // every delivery failed; the task is dead-lettered
 	CodeCancelled          Code = "cancelled"           // cancelled by a user
-	CodeInternal           Code = "internal"            // a worker bug; see the message
+	// CodeSecretsUnavailable: the task's secrets are sealed to a key this
+	// worker does not hold (no seal key, or another pool's key).
+	CodeSecretsUnavailable Code = "secrets_unavailable"
+	CodeInternal           Code = "internal" // a worker bug; see the message
 )
 
 // Error is a refusal with a stable code, the offending field and a message
@@ -53,16 +61,19 @@ func (e *Error) Is(target error) bool {
 
 // Sentinels for errors.Is; only their Code matters.
 var (
-	ErrMalformed     = &Error{Code: CodeMalformed, Msg: "malformed document"}
-	ErrVersion       = &Error{Code: CodeVersion, Msg: "unsupported version"}
-	ErrTooLarge      = &Error{Code: CodeTooLarge, Msg: "too large"}
-	ErrInvalidUTF8   = &Error{Code: CodeInvalidUTF8, Msg: "invalid UTF-8"}
-	ErrMissingField  = &Error{Code: CodeMissingField, Msg: "missing field"}
-	ErrInvalidField  = &Error{Code: CodeInvalidField, Msg: "invalid field"}
-	ErrUnknownKind   = &Error{Code: CodeUnknownKind, Msg: "unknown kind"}
-	ErrNULByte       = &Error{Code: CodeNULByte, Msg: "NUL byte"}
-	ErrPathTraversal = &Error{Code: CodePathTraversal, Msg: "path traversal"}
-	ErrContradictory = &Error{Code: CodeContradictory, Msg: "contradictory fields"}
+	ErrMalformed          = &Error{Code: CodeMalformed, Msg: "malformed document"}
+	ErrVersion            = &Error{Code: CodeVersion, Msg: "unsupported version"}
+	ErrTooLarge           = &Error{Code: CodeTooLarge, Msg: "too large"}
+	ErrInvalidUTF8        = &Error{Code: CodeInvalidUTF8, Msg: "invalid UTF-8"}
+	ErrMissingField       = &Error{Code: CodeMissingField, Msg: "missing field"}
+	ErrInvalidField       = &Error{Code: CodeInvalidField, Msg: "invalid field"}
+	ErrUnknownKind        = &Error{Code: CodeUnknownKind, Msg: "unknown kind"}
+	ErrNULByte            = &Error{Code: CodeNULByte, Msg: "NUL byte"}
+	ErrPathTraversal      = &Error{Code: CodePathTraversal, Msg: "path traversal"}
+	ErrContradictory      = &Error{Code: CodeContradictory, Msg: "contradictory fields"}
+	ErrReplyForbidden     = &Error{Code: CodeReplyForbidden, Msg: "reply subject forbidden"}
+	ErrCleartextSecrets   = &Error{Code: CodeCleartextSecrets, Msg: "cleartext secrets on the wire"}
+	ErrSecretsUnavailable = &Error{Code: CodeSecretsUnavailable, Msg: "secrets cannot be opened here"}
 )
 
 func fieldErr(code Code, field, format string, args ...any) *Error {

@@ -13,6 +13,10 @@ type HostInfo struct {
 	Isolation []Isolation `json:"isolation"`
 	Profiles  []string    `json:"profiles"`
 	Version   string      `json:"version"`
-	StartedAt time.Time   `json:"started_at"`
-	UpdatedAt time.Time   `json:"updated_at"`
+	// SealKey is the public curve key this host opens its pool's secrets
+	// with; empty when it holds none. A client that seals to it trusts
+	// whoever can write the registry (see docs/security.md).
+	SealKey   string    `json:"seal_key,omitempty"`
+	StartedAt time.Time `json:"started_at"`
+	UpdatedAt time.Time `json:"updated_at"`
 }

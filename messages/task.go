@@ -54,6 +54,15 @@ type Task struct {
 	// Env is added to the sandbox's minimal environment (PATH, HOME, TMPDIR,
 	// LANG). Keys the sandbox owns (HOME, TMPDIR) cannot be overridden.
 	Env map[string]string `json:"env,omitempty"`
+	// Secrets are environment variables whose values must never be stored:
+	// name -> value, in the submitter's hands only. The scheduler seals them
+	// into SealedSecrets before publishing; a task on the wire carrying
+	// them in cleartext is refused (CodeCleartextSecrets). Their names may
+	// not repeat an Env name. Exec tasks only.
+	Secrets map[string]string `json:"secrets,omitempty"`
+	// SealedSecrets are Secrets sealed to the pool's public key, opened
+	// only by a worker holding the pool's seal key. See SealSecrets.
+	SealedSecrets *SealedSecrets `json:"sealed_secrets,omitempty"`
 	// Files are written into the task's scratch directory before it starts:
 	// relative path -> content.
 	Files map[string]string `json:"files,omitempty"`

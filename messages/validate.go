@@ -6,8 +6,11 @@ import (
 	"unicode/utf8"
 )
 
-// Size limits enforced by validation. They keep one task well under the
-// broker's max payload and stop a single document from exhausting a worker.
+// Size limits enforced by validation. They stop a single document from
+// exhausting a worker. The broker counts a message's headers too: a task
+// body of MaxTaskBytes does not fit a stock server's 1 MiB max_payload, so
+// a publisher also checks the whole message against the server's limit
+// (scheduler does, from the server's INFO).
 const (
 	MaxTaskBytes   = 1 << 20 // whole encoded task
 	MaxIDBytes     = 128
@@ -51,6 +54,9 @@ func (t *Task) Validate() error {
 		return err
 	}
 	if err := t.validateEnv(); err != nil {
+		return err
+	}
+	if err := t.validateSecrets(); err != nil {
 		return err
 	}
 	if err := t.validateFiles(); err != nil {
@@ -160,15 +166,21 @@ func (t *Task) validateEnv() error {
 	if len(t.Env) > MaxEnvVars {
 		return fieldErr(CodeTooLarge, "env", "%d variables, at most %d", len(t.Env), MaxEnvVars)
 	}
-	for k, v := range t.Env {
+	return checkEnvVars("env", t.Env)
+}
+
+// checkEnvVars checks names and values of environment variables; messages
+// never quote a value (it may be a secret).
+func checkEnvVars(field string, vars map[string]string) error {
+	for k, v := range vars {
 		if !envPattern.MatchString(k) {
-			return fieldErr(CodeInvalidField, "env", "%q is not a variable name ([A-Za-z_][A-Za-z0-9_]*)", k)
+			return fieldErr(CodeInvalidField, field, "%q is not a variable name ([A-Za-z_][A-Za-z0-9_]*)", k)
 		}
 		if reservedEnv[k] {
-			return fieldErr(CodeInvalidField, "env", "%s is set by the sandbox and cannot be overridden", k)
+			return fieldErr(CodeInvalidField, field, "%s is set by the sandbox and cannot be overridden", k)
 		}
 		if strings.IndexByte(v, 0) >= 0 {
-			return fieldErr(CodeNULByte, "env", "the value of %s contains a NUL byte", k)
+			return fieldErr(CodeNULByte, field, "the value of %s contains a NUL byte", k)
 		}
 	}
 	return nil

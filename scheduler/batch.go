@@ -23,8 +23,13 @@ type BatchOptions struct {
 	// submitting the same input again names the same batch (and therefore
 	// queues nothing twice).
 	Batch string
-	// MaxErrors caps the problems listed in a *BatchError. Defaults to 20.
+	// MaxErrors caps the problems a *BatchError's message lists; every
+	// problem is kept in BatchError.Errors. Defaults to 20.
 	MaxErrors int
+	// InboxPrefixes are the inbox prefixes a task's reply may use besides
+	// its own batch's events (messages.CheckReply); keep them the same as
+	// the workers' list. Defaults to messages.DefaultInboxPrefixes.
+	InboxPrefixes []string
 }
 
 // Batch is a validated set of tasks, ready to publish as attempt 1.
@@ -32,8 +37,11 @@ type Batch struct {
 	ID     string
 	Tasks  []messages.Task
 	Digest string // sha256 of the tasks without batch and attempt; see messages.AttemptManifest
-	// payloads are the encoded tasks, in order.
+	// payloads are the encoded tasks, in order (nil for a task with
+	// secrets until Publish seals it); lines their input lines.
 	payloads [][]byte
+	lines    []int
+	show     int // BatchOptions.MaxErrors, for errors found at publish time
 }
 
 // NewBatch validates tasks and fills defaults, refusing the whole batch with
@@ -60,17 +68,16 @@ func NewBatch(tasks []messages.Task, opts BatchOptions) (*Batch, error) {
 // problems found while decoding (their tasks are absent from tasks).
 func newBatch(tasks []messages.Task, lines []int, prior []*LineError, opts BatchOptions) (*Batch, error) {
 	opts.MaxErrors = cmp.Or(opts.MaxErrors, 20)
-	be := &BatchError{}
-	add := func(le *LineError) {
-		if len(be.Errors) < opts.MaxErrors {
-			be.Errors = append(be.Errors, le)
-		} else {
-			be.More++
+	if len(opts.InboxPrefixes) == 0 {
+		opts.InboxPrefixes = messages.DefaultInboxPrefixes
+	}
+	for _, p := range opts.InboxPrefixes {
+		if err := messages.CheckInboxPrefix(p); err != nil {
+			return nil, fmt.Errorf("scheduler: inbox prefixes: %w", err)
 		}
 	}
-	for _, le := range prior {
-		add(le)
-	}
+	problems := append([]*LineError(nil), prior...)
+	add := func(le *LineError) { problems = append(problems, le) }
 	batch, batchLine := opts.Batch, 0
 	for i := range tasks {
 		t := &tasks[i]
@@ -101,7 +108,7 @@ func newBatch(tasks []messages.Task, lines []int, prior []*LineError, opts Batch
 				Msg: fmt.Sprintf("batch %q differs from %q set by %s; a submission is one batch", t.Batch, batch, where)}})
 		}
 	}
-	if len(tasks) == 0 && len(be.Errors) == 0 {
+	if len(tasks) == 0 && len(problems) == 0 {
 		return nil, ErrEmptyBatch
 	}
 	digest := digestTasks(tasks)
@@ -114,14 +121,18 @@ func newBatch(tasks []messages.Task, lines []int, prior []*LineError, opts Batch
 			return nil, fmt.Errorf("scheduler: batch id: %w", err)
 		}
 		add(&LineError{batchLine, err})
-		return nil, be
+		return nil, newBatchError(problems, opts.MaxErrors)
 	}
-	b := &Batch{ID: batch, Tasks: tasks, Digest: digest, payloads: make([][]byte, len(tasks))}
+	b := &Batch{ID: batch, Tasks: tasks, Digest: digest, payloads: make([][]byte, len(tasks)), lines: lines, show: opts.MaxErrors}
 	seen := make(map[string]int, len(tasks))
 	for i := range tasks {
 		t := &tasks[i]
 		t.Batch = batch
 		if err := t.Validate(); err != nil {
+			add(&LineError{lines[i], err})
+			continue
+		}
+		if err := messages.CheckReply(t, opts.InboxPrefixes); err != nil {
 			add(&LineError{lines[i], err})
 			continue
 		}
@@ -131,30 +142,50 @@ func newBatch(tasks []messages.Task, lines []int, prior []*LineError, opts Batch
 			continue
 		}
 		seen[t.ID] = lines[i]
-		data, err := json.Marshal(t)
+		if len(t.Secrets) > 0 {
+			continue // encoded once sealed, by Publish
+		}
+		data, err := encodeTask(t)
 		if err != nil {
 			add(&LineError{lines[i], err})
 			continue
 		}
-		if len(data) > messages.MaxTaskBytes {
-			add(&LineError{lines[i], &messages.Error{Code: messages.CodeTooLarge,
-				Msg: fmt.Sprintf("task is %d bytes, at most %d", len(data), messages.MaxTaskBytes)}})
-			continue
-		}
 		b.payloads[i] = data
 	}
-	if len(be.Errors) > 0 {
+	if be := newBatchError(problems, opts.MaxErrors); be != nil {
 		return nil, be
 	}
 	return b, nil
 }
 
+// encodeTask encodes a task for the wire, refusing one that is too large.
+func encodeTask(t *messages.Task) ([]byte, error) {
+	data, err := json.Marshal(t)
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > messages.MaxTaskBytes {
+		return nil, &messages.Error{Code: messages.CodeTooLarge,
+			Msg: fmt.Sprintf("task is %d bytes, at most %d", len(data), messages.MaxTaskBytes)}
+	}
+	return data, nil
+}
+
 // digestTasks hashes the tasks with batch and attempt cleared: the identity
-// of a task set whatever batch id it is published under.
+// of a task set whatever batch id it is published under. Secret values are
+// left out (only their names count): a digest of a secret would let anyone
+// who reads the manifest test guesses of it.
 func digestTasks(tasks []messages.Task) string {
 	h := sha256.New()
 	for _, t := range tasks {
 		t.Batch, t.Attempt = "", 0
+		if len(t.Secrets) > 0 {
+			names := make(map[string]string, len(t.Secrets))
+			for k := range t.Secrets {
+				names[k] = ""
+			}
+			t.Secrets = names
+		}
 		data, _ := json.Marshal(&t) // a Task always marshals
 		h.Write(data)
 		h.Write([]byte{'\n'})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/warrenhq/warren/messages"
@@ -15,6 +16,12 @@ import (
 // bucket: they kill a running sandbox of a cancelled task and store a
 // `cancelled` result for one they pull later. Cancelling twice is harmless;
 // a later replay (a new attempt) is not affected.
+//
+// Only what exists is cancelled: a batch (and attempt) with a manifest or
+// with tasks or results in the streams, and a task id stored in that
+// attempt. Anything else is refused with ErrUnknownBatch or ErrUnknownTask
+// and nothing is written, so a typo cannot cancel a future batch of that
+// name.
 func (c *Client) Cancel(ctx context.Context, batch string, attempt int, id, reason string) error {
 	if err := checkBatchID(batch); err != nil {
 		return fmt.Errorf("scheduler: cancel: %w", err)
@@ -25,12 +32,67 @@ func (c *Client) Cancel(ctx context.Context, batch string, attempt int, id, reas
 			return fmt.Errorf("scheduler: cancel: %w", err)
 		}
 	}
-	if attempt <= 0 {
-		attempt = 1
-		if m, err := c.Manifest(ctx, batch); err == nil {
-			attempt = max(m.LatestAttempt(), 1)
+	attempt, err := c.existingAttempt(ctx, batch, attempt)
+	if err != nil {
+		return err
+	}
+	if id != "" {
+		if err := c.checkTaskExists(ctx, batch, attempt, id); err != nil {
+			return err
 		}
 	}
+	return c.putCancel(ctx, batch, attempt, id, reason)
+}
+
+// existingAttempt resolves attempt (0: the latest) of a batch that exists.
+func (c *Client) existingAttempt(ctx context.Context, batch string, attempt int) (int, error) {
+	latest := 0
+	m, err := c.Manifest(ctx, batch)
+	switch {
+	case err == nil:
+		latest = m.LatestAttempt()
+		if _, ok := m.Attempt(attempt); attempt > 0 && !ok {
+			return 0, fmt.Errorf("%w %q: it has no attempt %d (latest is %d); nothing cancelled", ErrUnknownBatch, batch, attempt, latest)
+		}
+	default:
+		if latest, err = c.latestStoredAttempt(ctx, batch); err != nil {
+			return 0, err
+		}
+		if latest == 0 {
+			return 0, fmt.Errorf("%w %q: no manifest, task or result of it exists; nothing cancelled", ErrUnknownBatch, batch)
+		}
+		if attempt > latest {
+			return 0, fmt.Errorf("%w %q: it has no attempt %d (latest is %d); nothing cancelled", ErrUnknownBatch, batch, attempt, latest)
+		}
+	}
+	if attempt <= 0 {
+		attempt = max(latest, 1)
+	}
+	return attempt, nil
+}
+
+// checkTaskExists looks for task id of the attempt in TASKS, then for its
+// result in RESULTS.
+func (c *Client) checkTaskExists(ctx context.Context, batch string, attempt int, id string) error {
+	stored, err := c.scanTasks(ctx, taskScan{Batch: batch, Attempt: attempt, HeadersOnly: true})
+	if err != nil {
+		return err
+	}
+	if slices.ContainsFunc(stored, func(st storedTask) bool { return st.ID == id }) {
+		return nil
+	}
+	m, err := c.lastMsg(ctx, messages.StreamResults, messages.ResultSubject(batch, attempt, id))
+	if err != nil {
+		return err
+	}
+	if m == nil {
+		return fmt.Errorf("%w %q in batch %q attempt %d: no such task; nothing cancelled", ErrUnknownTask, id, batch, attempt)
+	}
+	return nil
+}
+
+// putCancel writes the cancel key, unchecked.
+func (c *Client) putCancel(ctx context.Context, batch string, attempt int, id, reason string) error {
 	kv, err := c.bucket(ctx, messages.BucketCancel)
 	if err != nil {
 		return err
@@ -39,8 +101,9 @@ func (c *Client) Cancel(ctx context.Context, batch string, attempt int, id, reas
 	if err != nil {
 		return err
 	}
-	if _, err := kv.Put(ctx, messages.CancelKey(batch, attempt, id), data); err != nil {
-		return fmt.Errorf("scheduler: cancel %s: %w", messages.CancelKey(batch, attempt, id), err)
+	key := messages.CancelKey(batch, attempt, id)
+	if _, err := retry(ctx, c, "cancel", func() (uint64, error) { return kv.Put(ctx, key, data) }); err != nil {
+		return fmt.Errorf("scheduler: cancel %s: %w", key, err)
 	}
 	return nil
 }

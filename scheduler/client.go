@@ -37,7 +37,7 @@ func New(nc *nats.Conn, cfg Config) (*Client, error) {
 }
 
 func (c *Client) bucket(ctx context.Context, name string) (jetstream.KeyValue, error) {
-	kv, err := c.js.KeyValue(ctx, name)
+	kv, err := retry(ctx, c, "open bucket "+name, func() (jetstream.KeyValue, error) { return c.js.KeyValue(ctx, name) })
 	if err != nil {
 		return nil, fmt.Errorf("scheduler: open bucket %s (has the broker been set up?): %w", name, err)
 	}
@@ -45,7 +45,7 @@ func (c *Client) bucket(ctx context.Context, name string) (jetstream.KeyValue, e
 }
 
 func (c *Client) stream(ctx context.Context, name string) (jetstream.Stream, error) {
-	s, err := c.js.Stream(ctx, name)
+	s, err := retry(ctx, c, "open stream "+name, func() (jetstream.Stream, error) { return c.js.Stream(ctx, name) })
 	if err != nil {
 		return nil, fmt.Errorf("scheduler: open stream %s (has the broker been set up?): %w", name, err)
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/warrenhq/warren/messages"
@@ -13,7 +15,8 @@ import (
 type CollectOptions struct {
 	Batch string
 	// Attempt to read. Defaults to the latest attempt in the batch's
-	// manifest (1 when there is no manifest and NoWait is set).
+	// manifest; without a manifest, to the attempt of the batch's last
+	// stored result (or task).
 	Attempt int
 	// NoWait returns once the results stored now are read, instead of
 	// waiting until every task of the attempt has one.
@@ -27,12 +30,33 @@ type CollectOptions struct {
 
 // CollectReport summarises a collection.
 type CollectReport struct {
-	Batch    string
-	Attempt  int
-	Total    int // tasks in the attempt; -1 when unknown (no manifest)
-	Received int // distinct task ids with a result
-	Counts   map[messages.Status]int
+	Batch   string
+	Attempt int
+	Total   int // tasks in the attempt; -1 when unknown (no manifest)
+	// NoManifest: the batch has no manifest (it was published with the raw
+	// protocol, or its manifest expired): the results stored now were
+	// read and the total is unknown.
+	NoManifest bool
+	Received   int // distinct task ids with a result
+	Counts     map[messages.Status]int
+	// Foreign lists stored results that were not counted: for an id that is
+	// not in the attempt's manifest, or stored under another task's
+	// subject. Something other than this batch's workers wrote them (a
+	// misdirected or hostile publisher). At most maxForeign are listed;
+	// ForeignMore counts the rest.
+	Foreign     []ForeignResult
+	ForeignMore int
 }
+
+// ForeignResult is a stored result a collection refused to count.
+type ForeignResult struct {
+	Subject string
+	TaskID  string // as the result names it
+	Reason  string
+}
+
+// maxForeign caps CollectReport.Foreign.
+const maxForeign = 100
 
 // Complete reports whether every task of the attempt has a result.
 func (r *CollectReport) Complete() bool { return r.Total >= 0 && r.Received >= r.Total }
@@ -40,20 +64,33 @@ func (r *CollectReport) Complete() bool { return r.Total >= 0 && r.Received >= r
 // Collect reads the results of one batch attempt from WARREN_RESULTS
 // through an ordered consumer, from the first one stored, so a collector
 // that crashed and starts again gets every result. Results are deduplicated
-// by task id. Without NoWait it returns when the manifest's total is reached
-// (or with ctx's error, along with the report so far); a batch without a
-// manifest is then an error matching ErrUnknownBatch.
+// by task id, and only a result for an id in the attempt's manifest counts:
+// anything else is listed in CollectReport.Foreign and logged. Without
+// NoWait it returns when the manifest's total is reached (or with ctx's
+// error, along with the report so far). A batch without a manifest but with
+// tasks or results in the streams (published with the raw protocol) is read
+// as with NoWait, with NoManifest set and Total -1; one with neither is an
+// error matching ErrUnknownBatch.
 func (c *Client) Collect(ctx context.Context, o CollectOptions) (*CollectReport, error) {
 	if err := checkBatchID(o.Batch); err != nil {
 		return nil, fmt.Errorf("scheduler: batch: %w", err)
 	}
 	rep := &CollectReport{Batch: o.Batch, Attempt: o.Attempt, Total: -1, Counts: map[messages.Status]int{}}
 	m, err := c.Manifest(ctx, o.Batch)
+	var want map[string]bool // nil: no id list to check against
 	switch {
-	case errors.Is(err, ErrUnknownBatch) && o.NoWait:
-		if rep.Attempt == 0 {
-			rep.Attempt = 1
+	case errors.Is(err, ErrUnknownBatch):
+		latest, lerr := c.latestStoredAttempt(ctx, o.Batch)
+		if lerr != nil {
+			return rep, lerr
 		}
+		if latest == 0 {
+			return rep, fmt.Errorf("%w %q: no manifest, and no task or result of it in %s or %s", ErrUnknownBatch, o.Batch, messages.StreamTasks, messages.StreamResults)
+		}
+		if rep.Attempt == 0 {
+			rep.Attempt = latest
+		}
+		rep.NoManifest, o.NoWait = true, true
 	case err != nil:
 		return rep, err
 	default:
@@ -66,6 +103,10 @@ func (c *Client) Collect(ctx context.Context, o CollectOptions) (*CollectReport,
 		}
 		if ok {
 			rep.Total = a.Total
+			want = idSet(a.IDs)
+			if want == nil {
+				c.log.Warn().Str("batch", o.Batch).Int("attempt", rep.Attempt).Msg("the manifest lists no task ids (written by an older scheduler): results are counted without checking their ids")
+			}
 		}
 	}
 	if o.Progress != nil {
@@ -100,7 +141,7 @@ func (c *Client) Collect(ctx context.Context, o CollectOptions) (*CollectReport,
 		if err != nil {
 			return rep, err
 		}
-		if err := c.takeResult(msg, seen, rep, o); err != nil {
+		if err := c.takeResult(msg, want, seen, rep, o); err != nil {
 			return rep, err
 		}
 		if o.NoWait && (md.Sequence.Stream >= last || md.NumPending == 0) {
@@ -110,19 +151,35 @@ func (c *Client) Collect(ctx context.Context, o CollectOptions) (*CollectReport,
 	return rep, nil
 }
 
-// takeResult decodes one stored result and hands it on unless its task
-// already had one.
-func (c *Client) takeResult(msg jetstream.Msg, seen map[string]bool, rep *CollectReport, o CollectOptions) error {
-	r, err := messages.DecodeResult(msg.Data())
-	if err != nil {
-		// A foreign or newer document: say so, but do not stop the batch.
-		c.log.Warn().Err(err).Str("subject", msg.Subject()).Msg("skipping a result that does not decode")
+func idSet(ids []string) map[string]bool {
+	if len(ids) == 0 {
 		return nil
 	}
-	if msg.Subject() != messages.ResultSubject(r.Batch, r.Attempt, r.TaskID) || r.Batch != rep.Batch {
+	set := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		set[id] = true
+	}
+	return set
+}
+
+// takeResult decodes one stored result and hands it on unless its task
+// already had one, or it is not a result of one of the attempt's tasks
+// (want; nil accepts any id).
+func (c *Client) takeResult(msg jetstream.Msg, want, seen map[string]bool, rep *CollectReport, o CollectOptions) error {
+	r, err := messages.DecodeResult(msg.Data())
+	switch {
+	case err != nil:
+		// A foreign or newer document: say so, but do not stop the batch.
+		c.foreign(rep, msg.Subject(), "", "does not decode: "+err.Error())
+		return nil
+	case msg.Subject() != messages.ResultSubject(r.Batch, r.Attempt, r.TaskID) || r.Batch != rep.Batch:
 		// Not the result its subject names: a misbehaving writer. Counting
 		// it could end the wait before the real result arrives.
-		c.log.Warn().Str("subject", msg.Subject()).Str("id", r.TaskID).Msg("skipping a result stored under another task's subject")
+		c.foreign(rep, msg.Subject(), r.TaskID, "stored under another task's subject")
+		return nil
+	case want != nil && !want[r.TaskID]:
+		// Counting it would end the wait with a real task's result missing.
+		c.foreign(rep, msg.Subject(), r.TaskID, "not a task of this attempt (not in its manifest)")
 		return nil
 	}
 	if seen[r.TaskID] {
@@ -138,4 +195,46 @@ func (c *Client) takeResult(msg jetstream.Msg, seen map[string]bool, rep *Collec
 		return o.OnResult(r)
 	}
 	return nil
+}
+
+// foreign reports a stored result that is not counted.
+func (c *Client) foreign(rep *CollectReport, subject, id, reason string) {
+	c.log.Warn().Str("subject", subject).Str("id", id).Str("reason", reason).Msg("skipping a stored result")
+	if len(rep.Foreign) < maxForeign {
+		rep.Foreign = append(rep.Foreign, ForeignResult{Subject: subject, TaskID: id, Reason: reason})
+	} else {
+		rep.ForeignMore++
+	}
+}
+
+// latestStoredAttempt is the attempt of the batch's last stored result, or
+// else of its last stored task; 0 when the streams hold neither.
+func (c *Client) latestStoredAttempt(ctx context.Context, batch string) (int, error) {
+	for _, q := range []struct{ stream, filter string }{
+		{messages.StreamResults, messages.BatchResultFilter(batch, 0)},
+		{messages.StreamTasks, messages.BatchTaskFilter(batch)},
+	} {
+		m, err := c.lastMsg(ctx, q.stream, q.filter)
+		if err != nil || m == nil {
+			if err != nil {
+				return 0, err
+			}
+			continue
+		}
+		if q.stream == messages.StreamTasks {
+			if a, err := strconv.Atoi(m.Header.Get(messages.HeaderAttempt)); err == nil && a > 0 {
+				return a, nil
+			}
+			return 1, nil
+		}
+		// warren.results.<batch>.<attempt>.<id>
+		parts := strings.Split(m.Subject, ".")
+		if len(parts) == 5 {
+			if a, err := strconv.Atoi(parts[3]); err == nil && a > 0 {
+				return a, nil
+			}
+		}
+		return 1, nil
+	}
+	return 0, nil
 }

@@ -2,10 +2,12 @@ package scheduler_test
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"sync"
 	"testing"
 
+	"github.com/nats-io/nats.go"
 	"github.com/stretchr/testify/require"
 	"github.com/warrenhq/warren/messages"
 	"github.com/warrenhq/warren/scheduler"
@@ -138,4 +140,68 @@ func TestCollectUnknownBatch(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 1, rep.Received)
 	require.Equal(t, -1, rep.Total)
+}
+
+// A result stored under the batch for an id its manifest does not list (an
+// invalid task raw-published onto the batch's subject, say) is reported and
+// not counted: counting it would end the wait with a real result missing.
+func TestCollectCountsOnlyManifestIDs(t *testing.T) {
+	x := setup(t)
+	_, err := x.c.Publish(x.ctx, mustBatch(t, 2, "man"))
+	require.NoError(t, err)
+	m, err := x.c.Manifest(x.ctx, "man")
+	require.NoError(t, err)
+	a, _ := m.Attempt(1)
+	require.Equal(t, []string{"1", "2"}, a.IDs)
+
+	x.storeResult(t, "man", 1, "seq-7", messages.StatusInvalid, -1)
+	x.storeResult(t, "man", 1, "1", messages.StatusOK, 0)
+	rep, err := x.c.Collect(x.ctx, scheduler.CollectOptions{Batch: "man", NoWait: true})
+	require.NoError(t, err)
+	require.Equal(t, 1, rep.Received)
+	require.False(t, rep.Complete(), "a foreign id does not stand in for task 2")
+	require.Len(t, rep.Foreign, 1)
+	require.Equal(t, "seq-7", rep.Foreign[0].TaskID)
+	require.Equal(t, messages.ResultSubject("man", 1, "seq-7"), rep.Foreign[0].Subject)
+
+	x.storeResult(t, "man", 1, "2", messages.StatusFailed, 1)
+	sink := &resultSink{}
+	rep, err = x.c.Collect(x.ctx, scheduler.CollectOptions{Batch: "man", OnResult: sink.take})
+	require.NoError(t, err)
+	require.True(t, rep.Complete())
+	require.Equal(t, map[string]int{"1": 1, "2": 1}, sink.ids)
+	require.Equal(t, 1, rep.Counts[messages.StatusFailed])
+	require.Len(t, rep.Foreign, 1)
+}
+
+// A batch published with the raw protocol has no manifest: waiting for
+// its results does not fail ("no manifest") nor wait forever; the stored
+// results are read and the total is reported unknown.
+func TestCollectBatchWithoutManifest(t *testing.T) {
+	x := setup(t)
+	for _, attempt := range []int{1, 2} {
+		for _, id := range []string{"a", "b"} {
+			x.storeResult(t, "raw", attempt, id, messages.StatusOK, 0)
+		}
+	}
+	var got []string
+	rep, err := x.c.Collect(x.ctx, scheduler.CollectOptions{Batch: "raw", OnResult: func(r *messages.Result) error {
+		got = append(got, fmt.Sprintf("%s/%d", r.TaskID, r.Attempt))
+		return nil
+	}})
+	require.NoError(t, err)
+	require.True(t, rep.NoManifest)
+	require.Equal(t, -1, rep.Total)
+	require.Equal(t, 2, rep.Attempt, "the latest attempt stored")
+	require.Equal(t, []string{"a/2", "b/2"}, got)
+	require.False(t, rep.Complete())
+
+	// Only tasks stored so far: zero results, attempt from the task header.
+	_, err = x.b.JS.PublishMsg(x.ctx, &nats.Msg{Subject: messages.TaskSubject("default", "default", "rawt"),
+		Header: nats.Header{messages.HeaderAttempt: []string{"3"}}, Data: []byte(`{}`)})
+	require.NoError(t, err)
+	rep, err = x.c.Collect(x.ctx, scheduler.CollectOptions{Batch: "rawt"})
+	require.NoError(t, err)
+	require.Equal(t, 3, rep.Attempt)
+	require.Zero(t, rep.Received)
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"github.com/warrenhq/warren/messages"
 )
 
 // Config tunes a Client. Zero fields take their defaults.
@@ -19,13 +20,24 @@ type Config struct {
 	// is published again (with the same Nats-Msg-Id, so the stream stores it
 	// once). Defaults to 5s.
 	AckTimeout time.Duration
-	// PublishRetries bounds re-publications of one task after ack timeouts
-	// or missing responders. Defaults to 5.
-	PublishRetries int
+	// RetryFor is how long a publication, a manifest update or a read keeps
+	// retrying while the broker is unavailable (disconnected and
+	// reconnecting, restarting, a stream without a leader, no ack in time)
+	// before it gives up with ErrBrokerUnavailable. A task is always
+	// re-published with the same Nats-Msg-Id, so it is stored once.
+	// Defaults to 2m.
+	RetryFor time.Duration
 	// EventGrace is how long Exec keeps reading live events after the
 	// result arrived, so output still in flight is printed before it
 	// returns. Defaults to 2s.
 	EventGrace time.Duration
+	// InboxPrefixes are the inbox prefixes a replayed task's reply may use
+	// (see BatchOptions.InboxPrefixes); a stored task whose reply breaks the
+	// rule is not replayed. Defaults to messages.DefaultInboxPrefixes.
+	InboxPrefixes []string
+	// PoolKeys finds the key each pool's secrets are sealed to. Defaults to
+	// nil: a batch with secrets is refused.
+	PoolKeys PoolKeys
 	// Logger receives diagnostics. Defaults to a disabled logger.
 	Logger zerolog.Logger
 }
@@ -34,8 +46,11 @@ type Config struct {
 func (c Config) WithDefaults() Config {
 	c.MaxInflight = cmp.Or(c.MaxInflight, 256)
 	c.AckTimeout = cmp.Or(c.AckTimeout, 5*time.Second)
-	c.PublishRetries = cmp.Or(c.PublishRetries, 5)
+	c.RetryFor = cmp.Or(c.RetryFor, 2*time.Minute)
 	c.EventGrace = cmp.Or(c.EventGrace, 2*time.Second)
+	if len(c.InboxPrefixes) == 0 {
+		c.InboxPrefixes = messages.DefaultInboxPrefixes
+	}
 	return c
 }
 
@@ -47,11 +62,16 @@ func (c Config) validate() error {
 	if c.AckTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("scheduler config: AckTimeout must be positive, got %s", c.AckTimeout))
 	}
-	if c.PublishRetries < 0 {
-		errs = append(errs, fmt.Errorf("scheduler config: PublishRetries must not be negative, got %d", c.PublishRetries))
+	if c.RetryFor < 0 {
+		errs = append(errs, fmt.Errorf("scheduler config: RetryFor must not be negative, got %s", c.RetryFor))
 	}
 	if c.EventGrace < 0 {
 		errs = append(errs, fmt.Errorf("scheduler config: EventGrace must not be negative, got %s", c.EventGrace))
+	}
+	for _, p := range c.InboxPrefixes {
+		if err := messages.CheckInboxPrefix(p); err != nil {
+			errs = append(errs, fmt.Errorf("scheduler config: InboxPrefixes: %w", err))
+		}
 	}
 	return errors.Join(errs...)
 }

@@ -28,24 +28,49 @@
 //
 // # Validation
 //
-// Every task of a batch is validated client-side (messages.Task.Validate)
-// before anything is published; one invalid task refuses the whole batch
-// with a *BatchError listing the problems by line.
+// Every task of a batch is validated client-side (messages.Task.Validate,
+// and messages.CheckReply: a reply outside the task's own batch's events and
+// the inbox prefixes is refused) and, once connected, its whole message
+// (headers included) is checked against the server's max_payload (and
+// WARREN_TASKS's max_msg_size), all before anything is written: one bad task
+// refuses the whole batch with a *BatchError holding every problem in line
+// order. Nothing is published and no manifest is written.
+//
+// # Secrets
+//
+// Publish seals each task's secrets to its pool's key (Config.PoolKeys:
+// pinned StaticPoolKeys, or RegistryPoolKeys, the key the pool's workers
+// publish) with one ephemeral sender key per batch, before anything is
+// written; a task with secrets and no key refuses the batch. Secret values
+// are not part of the batch digest (a digest of a secret can be tested
+// against guesses), so re-submitting with rotated values is the same batch.
 //
 // # Failure handling
 //
+// While the broker is unavailable (a restart, a leader change, a connection
+// reconnecting) publications, manifest updates and reads are retried, a
+// task always with its own Nats-Msg-Id, until Config.RetryFor has passed;
+// then they fail with ErrBrokerUnavailable, and publishing the batch again
+// resumes it. Cancel writes a key only for a batch, attempt and task that
+// exist (manifest, tasks or results), else ErrUnknownBatch/ErrUnknownTask.
 // Collect reads results through an ordered consumer from the start of the
 // attempt, deduplicated by task id, so a collector killed at any point and
-// started again yields every result. Exec subscribes to the live events
+// started again yields every result. Only a result for an id in the
+// attempt's manifest counts; any other stored under the batch is reported
+// in CollectReport.Foreign. Exec subscribes to the live events
 // before publishing, checks their sequence numbers (a gap is reported, a new
 // delivery restarts the output with a notice) and takes the result from the
 // stream, which is authoritative; if ctx ends first it cancels the task.
 //
 // # Limits
 //
-// One task is at most messages.MaxTaskBytes encoded. A batch is held in
-// memory while it is validated and published. Live events are best effort
-// (core NATS); the stored result is the record. A cancel key lives for the
+// One task is at most messages.MaxTaskBytes encoded, and its message with
+// headers at most the server's max_payload. A batch without a manifest
+// (published with the raw protocol) can be read, but its total is unknown.
+// A batch is held in memory while it is validated and published. The
+// manifest lists every task id of each attempt, so it must fit in the
+// broker's max payload. Live events are best effort (core NATS); the stored
+// result is the record. A cancel key lives for the
 // cancel bucket's TTL and applies to every attempt of its batch, replays
 // included.
 package scheduler

@@ -38,7 +38,7 @@ func (c *Client) Exec(ctx context.Context, t messages.Task, stdout, stderr io.Wr
 	if t.Kind == "" {
 		t.Kind = messages.KindExec
 	}
-	b, err := NewBatch([]messages.Task{t}, BatchOptions{})
+	b, err := NewBatch([]messages.Task{t}, BatchOptions{InboxPrefixes: c.cfg.InboxPrefixes})
 	if err != nil {
 		return nil, err
 	}
@@ -71,7 +71,7 @@ func (c *Client) Exec(ctx context.Context, t messages.Task, stdout, stderr io.Wr
 		}
 		return nil, err
 	}
-	st := &execStream{stdout: stdout, stderr: stderr, attempt: t.EffectiveAttempt()}
+	st := &execStream{stdout: stdout, stderr: stderr, batch: t.Batch, id: t.ID, attempt: t.EffectiveAttempt()}
 	var (
 		res   *messages.Result
 		grace <-chan time.Time
@@ -107,7 +107,8 @@ func (c *Client) Exec(ctx context.Context, t messages.Task, stdout, stderr io.Wr
 func (c *Client) cancelExec(ctx context.Context, t *messages.Task) {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	if err := c.Cancel(cctx, t.Batch, t.EffectiveAttempt(), t.ID, "exec interrupted"); err != nil {
+	// Unchecked: the task may still be on its way to the stream.
+	if err := c.putCancel(cctx, t.Batch, t.EffectiveAttempt(), t.ID, "exec interrupted"); err != nil {
 		c.log.Warn().Err(err).Msg("could not cancel the task")
 	}
 }
@@ -151,16 +152,19 @@ func (c *Client) awaitResult(ctx context.Context, subject string, out chan<- res
 // execStream writes the live events of one task attempt in order.
 type execStream struct {
 	stdout, stderr io.Writer
-	attempt        int
-	delivery       int    // the delivery being shown
-	next           uint64 // the seq expected next
-	output         map[int]bool
-	terminal       map[int]bool
+	// Events of any other task on the subject (an inbox reply another
+	// task aimed at) are ignored.
+	batch, id string
+	attempt   int
+	delivery  int    // the delivery being shown
+	next      uint64 // the seq expected next
+	output    map[int]bool
+	terminal  map[int]bool
 }
 
 func (s *execStream) handle(data []byte) {
 	ev, err := messages.DecodeEvent(data)
-	if err != nil || ev.Attempt != s.attempt {
+	if err != nil || ev.Attempt != s.attempt || ev.Batch != s.batch || ev.TaskID != s.id {
 		return
 	}
 	if s.terminal == nil {

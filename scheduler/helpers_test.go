@@ -62,6 +62,14 @@ func (x *bundle) storeResult(t *testing.T, batch string, attempt int, id string,
 	require.NoError(t, err)
 }
 
+// resultJSON is an ok result of attempt 1 of a task.
+func resultJSON(t *testing.T, batch, id string) []byte {
+	t.Helper()
+	data, err := json.Marshal(&messages.Result{V: messages.Version, TaskID: id, Batch: batch, Attempt: 1, Delivery: 1, Status: messages.StatusOK})
+	require.NoError(t, err)
+	return data
+}
+
 func (x *bundle) streamMsgs(t *testing.T, stream, filter string) uint64 {
 	t.Helper()
 	s, err := x.b.JS.Stream(x.ctx, stream)

@@ -78,6 +78,9 @@ func TestReadBatchRefusesWithLineNumbers(t *testing.T) {
 		{"duplicate id", `{"id":"1","kind":"exec","argv":["x"]}`, "", messages.ErrContradictory},
 		{"other batch than flag", `{"batch":"other","kind":"exec","argv":["x"]}`, "flagged", messages.ErrContradictory},
 		{"bad batch id", `{"batch":"a.b","kind":"exec","argv":["x"]}`, "", messages.ErrInvalidField},
+		{"reply to another batch's result", `{"kind":"exec","argv":["x"],"reply":"warren.results.V.1.v1"}`, "", messages.ErrReplyForbidden},
+		{"reply to the cancel bucket", `{"kind":"exec","argv":["x"],"reply":"$KV.warren_cancel.V.1"}`, "", messages.ErrReplyForbidden},
+		{"secret also in env", `{"kind":"exec","argv":["x"],"env":{"K":"1"},"secrets":{"K":"2"}}`, "", messages.ErrContradictory},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -99,11 +102,34 @@ func TestReadBatchListsEveryProblemUpToTheCap(t *testing.T) {
 	_, err := scheduler.ReadBatch(strings.NewReader(in), scheduler.BatchOptions{MaxErrors: 5})
 	var be *scheduler.BatchError
 	require.ErrorAs(t, err, &be)
-	require.Len(t, be.Errors, 5)
-	require.Equal(t, 25, be.More)
+	require.Len(t, be.Errors, 30, "every problem is kept")
 	for i, le := range be.Errors {
 		require.Equal(t, i+1, le.Line)
 	}
+	require.Equal(t, 5+1, strings.Count(err.Error(), "\n  "), "the message lists the cap, then says how many more")
+	require.Contains(t, err.Error(), "... and 25 more")
+	var all strings.Builder
+	_, werr := be.WriteTo(&all)
+	require.NoError(t, werr)
+	require.Equal(t, 30, strings.Count(all.String(), "\n"))
+}
+
+// Problems found in different passes (decoding, then validation) are
+// reported in line order, not pass order.
+func TestReadBatchErrorsInLineOrder(t *testing.T) {
+	in := `{"kind":"exec","argv":["a"],"env":{"HOME":"x"}}
+not json
+{"kind":"exec"}
+{"kind":"exec","argv":["b"],"bogus":1}
+`
+	_, err := scheduler.ReadBatch(strings.NewReader(in), scheduler.BatchOptions{})
+	var be *scheduler.BatchError
+	require.ErrorAs(t, err, &be)
+	var lines []int
+	for _, le := range be.Errors {
+		lines = append(lines, le.Line)
+	}
+	require.Equal(t, []int{1, 2, 3, 4}, lines)
 }
 
 func TestReadBatchEmpty(t *testing.T) {

@@ -17,7 +17,7 @@ func (c *Client) Manifest(ctx context.Context, batch string) (*messages.BatchMan
 	if err != nil {
 		return nil, err
 	}
-	m, _, err := getManifest(ctx, kv, batch)
+	m, _, err := c.getManifest(ctx, kv, batch)
 	if err != nil {
 		return nil, err
 	}
@@ -28,8 +28,8 @@ func (c *Client) Manifest(ctx context.Context, batch string) (*messages.BatchMan
 }
 
 // getManifest returns the manifest and its revision; nil and 0 when absent.
-func getManifest(ctx context.Context, kv jetstream.KeyValue, batch string) (*messages.BatchManifest, uint64, error) {
-	e, err := kv.Get(ctx, batch)
+func (c *Client) getManifest(ctx context.Context, kv jetstream.KeyValue, batch string) (*messages.BatchManifest, uint64, error) {
+	e, err := retry(ctx, c, "read manifest", func() (jetstream.KeyValueEntry, error) { return kv.Get(ctx, batch) })
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return nil, 0, nil
 	}
@@ -52,7 +52,7 @@ func (c *Client) updateManifest(ctx context.Context, batch string, fn func(m *me
 		return nil, err
 	}
 	for {
-		m, rev, err := getManifest(ctx, kv, batch)
+		m, rev, err := c.getManifest(ctx, kv, batch)
 		if err != nil {
 			return nil, err
 		}
@@ -66,11 +66,12 @@ func (c *Client) updateManifest(ctx context.Context, batch string, fn func(m *me
 		if err != nil {
 			return nil, err
 		}
-		if rev == 0 {
-			_, err = kv.Create(ctx, batch, data)
-		} else {
-			_, err = kv.Update(ctx, batch, data, rev)
-		}
+		_, err = retry(ctx, c, "write manifest", func() (uint64, error) {
+			if rev == 0 {
+				return kv.Create(ctx, batch, data)
+			}
+			return kv.Update(ctx, batch, data, rev)
+		})
 		switch {
 		case err == nil:
 			return m, nil

@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/stretchr/testify/require"
 	"github.com/warrenhq/warren/messages"
 	"github.com/warrenhq/warren/scheduler"
@@ -16,6 +18,10 @@ import (
 func TestCancelWritesKeys(t *testing.T) {
 	x := setup(t)
 	kv, err := x.b.JS.KeyValue(x.ctx, messages.BucketCancel)
+	require.NoError(t, err)
+	b, err := scheduler.ReadBatch(strings.NewReader(`{"id":"t7","kind":"exec","argv":["true"]}`+"\n"), scheduler.BatchOptions{Batch: "b1"})
+	require.NoError(t, err)
+	_, err = x.c.Publish(x.ctx, b)
 	require.NoError(t, err)
 	tests := []struct {
 		name, batch, id, key string
@@ -37,6 +43,44 @@ func TestCancelWritesKeys(t *testing.T) {
 	}
 	require.ErrorIs(t, x.c.Cancel(x.ctx, "b1", 0, "a.b", ""), messages.ErrInvalidField)
 	require.ErrorIs(t, x.c.Cancel(x.ctx, "", 0, "", ""), messages.ErrMissingField)
+}
+
+// Cancelling what does not exist is refused and writes nothing: a key for
+// an unknown batch would cancel a future batch of that name.
+func TestCancelRefusesWhatDoesNotExist(t *testing.T) {
+	x := setup(t)
+	_, err := x.c.Publish(x.ctx, mustBatch(t, 2, "known"))
+	require.NoError(t, err)
+	// A batch published with the raw protocol exists through its tasks.
+	_, err = x.b.JS.PublishMsg(x.ctx, &nats.Msg{Subject: messages.TaskSubject("default", "default", "raw"),
+		Header: nats.Header{messages.HeaderTaskID: []string{"r1"}, messages.HeaderAttempt: []string{"1"}}, Data: []byte(`{}`)})
+	require.NoError(t, err)
+	tests := []struct {
+		name, batch, id string
+		attempt         int
+		want            error
+	}{
+		{"unknown batch", "nosuch", "", 0, scheduler.ErrUnknownBatch},
+		{"unknown task", "known", "nosuch", 0, scheduler.ErrUnknownTask},
+		{"unknown attempt", "known", "", 2, scheduler.ErrUnknownBatch},
+		{"unknown task of a raw batch", "raw", "r2", 0, scheduler.ErrUnknownTask},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			require.ErrorIs(t, x.c.Cancel(x.ctx, tt.batch, tt.attempt, tt.id, ""), tt.want)
+		})
+	}
+	require.NoError(t, x.c.Cancel(x.ctx, "raw", 0, "r1", ""))
+	require.NoError(t, x.c.Cancel(x.ctx, "known", 0, "2", ""))
+	kv, err := x.b.JS.KeyValue(x.ctx, messages.BucketCancel)
+	require.NoError(t, err)
+	keys, err := kv.ListKeys(x.ctx)
+	require.NoError(t, err)
+	var got []string
+	for k := range keys.Keys() {
+		got = append(got, k)
+	}
+	require.ElementsMatch(t, []string{"raw.1.r1", "known.1.2"}, got, "only the keys of what exists")
 }
 
 func TestReplayMakesNewAttemptKeptApart(t *testing.T) {

@@ -43,6 +43,18 @@ type PublishReport struct {
 // with ErrBatchConflict.
 func (c *Client) Publish(ctx context.Context, b *Batch) (*PublishReport, error) {
 	rep := &PublishReport{Batch: b.ID, Attempt: 1, Total: len(b.Tasks)}
+	// Sealing fills the payloads of tasks with secrets.
+	if err := c.seal(ctx, b); err != nil {
+		return rep, err
+	}
+	msgs := make([]*nats.Msg, len(b.Tasks))
+	for i := range b.Tasks {
+		msgs[i] = taskMsg(&b.Tasks[i], b.payloads[i])
+	}
+	// All or nothing: every task must fit the broker before the first write.
+	if err := c.checkSizes(ctx, msgs, b.lines, b.show); err != nil {
+		return rep, err
+	}
 	resume := false
 	_, err := c.updateManifest(ctx, b.ID, func(m *messages.BatchManifest) error {
 		a, ok := m.Attempt(1)
@@ -53,7 +65,7 @@ func (c *Client) Publish(ctx context.Context, b *Batch) (*PublishReport, error) 
 			rep.AlreadyComplete, resume = a.Complete, true
 			return nil
 		}
-		m.SetAttempt(1, messages.AttemptManifest{Total: len(b.Tasks), PublishedAt: time.Now().UTC(), Digest: b.Digest})
+		m.SetAttempt(1, messages.AttemptManifest{Total: len(b.Tasks), PublishedAt: time.Now().UTC(), Digest: b.Digest, IDs: taskIDs(b.Tasks)})
 		return nil
 	})
 	if err != nil || rep.AlreadyComplete {
@@ -73,15 +85,15 @@ func (c *Client) Publish(ctx context.Context, b *Batch) (*PublishReport, error) 
 		}
 		c.log.Info().Str("batch", b.ID).Int("already_stored", len(skip)).Msg("resuming an incomplete publication")
 	}
-	var msgs []*nats.Msg
+	send := msgs[:0:0]
 	for i := range b.Tasks {
 		if skip[b.Tasks[i].ID] {
 			rep.Skipped++
 			continue
 		}
-		msgs = append(msgs, taskMsg(&b.Tasks[i], b.payloads[i]))
+		send = append(send, msgs[i])
 	}
-	stored, dups, err := c.publishAll(ctx, msgs)
+	stored, dups, err := c.publishAll(ctx, send)
 	rep.Stored, rep.Duplicates = stored, dups
 	if err != nil {
 		return rep, err
@@ -93,6 +105,15 @@ func (c *Client) Publish(ctx context.Context, b *Batch) (*PublishReport, error) 
 		return nil
 	})
 	return rep, err
+}
+
+// taskIDs lists the ids of tasks, in order, for the manifest.
+func taskIDs(tasks []messages.Task) []string {
+	ids := make([]string, len(tasks))
+	for i := range tasks {
+		ids[i] = tasks[i].ID
+	}
+	return ids
 }
 
 // taskMsg builds the message of one task attempt with its protocol headers.
@@ -108,15 +129,31 @@ func taskMsg(t *messages.Task, payload []byte) *nats.Msg {
 
 // inflight is one publication awaiting its PubAck.
 type inflight struct {
-	msg   *nats.Msg
-	fut   jetstream.PubAckFuture
-	tries int
+	msg *nats.Msg
+	fut jetstream.PubAckFuture
+	r   retrier
 }
 
 // publishAll publishes msgs with bounded in-flight acks and returns how
-// many the stream stored anew and how many it reported as duplicates.
+// many the stream stored anew and how many it reported as duplicates. A
+// publication that fails while the broker is unavailable (a restart, a
+// leader change, a reconnecting connection) is published again with the
+// same Nats-Msg-Id until Config.RetryFor has passed since its first
+// failure, so it is stored exactly once.
 func (c *Client) publishAll(ctx context.Context, msgs []*nats.Msg) (stored, dups int, err error) {
 	window := make([]*inflight, 0, c.cfg.MaxInflight)
+	send := func(p *inflight) error {
+		for {
+			fut, err := c.js.PublishMsgAsync(cloneMsg(p.msg))
+			if err == nil {
+				p.fut = fut
+				return nil
+			}
+			if gerr := p.r.again(ctx, err, true); gerr != nil {
+				return fmt.Errorf("scheduler: publish task %s: %w", p.msg.Header.Get(messages.HeaderMsgID), gerr)
+			}
+		}
+	}
 	settle := func(p *inflight) error {
 		for {
 			select {
@@ -131,16 +168,16 @@ func (c *Client) publishAll(ctx context.Context, msgs []*nats.Msg) (stored, dups
 				}
 				return nil
 			case perr := <-p.fut.Err():
-				if !retryable(perr) || p.tries >= c.cfg.PublishRetries {
-					return fmt.Errorf("scheduler: publish task %s: %w", p.msg.Header.Get(messages.HeaderMsgID), broker.ExplainPublish(messages.StreamTasks, perr))
+				// An ack timeout has waited already; anything else failed
+				// at once and waits before the next try.
+				wait := !errors.Is(perr, jetstream.ErrAsyncPublishTimeout)
+				if gerr := p.r.again(ctx, perr, wait); gerr != nil {
+					return fmt.Errorf("scheduler: publish task %s: %w", p.msg.Header.Get(messages.HeaderMsgID), broker.ExplainPublish(messages.StreamTasks, gerr))
 				}
-				p.tries++
-				c.log.Warn().Err(perr).Str("msg_id", p.msg.Header.Get(messages.HeaderMsgID)).Int("try", p.tries).Msg("re-publishing task")
-				fut, perr := c.js.PublishMsgAsync(cloneMsg(p.msg))
-				if perr != nil {
-					return fmt.Errorf("scheduler: publish task %s: %w", p.msg.Header.Get(messages.HeaderMsgID), perr)
+				c.log.Debug().Err(perr).Str("msg_id", p.msg.Header.Get(messages.HeaderMsgID)).Int("try", p.r.tries).Msg("re-publishing task")
+				if err := send(p); err != nil {
+					return err
 				}
-				p.fut = fut
 			case <-ctx.Done():
 				return ctx.Err()
 			}
@@ -153,11 +190,11 @@ func (c *Client) publishAll(ctx context.Context, msgs []*nats.Msg) (stored, dups
 			}
 			window = window[1:]
 		}
-		fut, err := c.js.PublishMsgAsync(cloneMsg(m))
-		if err != nil {
-			return stored, dups, fmt.Errorf("scheduler: publish task %s: %w", m.Header.Get(messages.HeaderMsgID), err)
+		p := &inflight{msg: m, r: retrier{c: c, what: "publish"}}
+		if err := send(p); err != nil {
+			return stored, dups, err
 		}
-		window = append(window, &inflight{msg: m, fut: fut})
+		window = append(window, p)
 	}
 	for _, p := range window {
 		if err := settle(p); err != nil {
@@ -171,9 +208,4 @@ func (c *Client) publishAll(ctx context.Context, msgs []*nats.Msg) (stored, dups
 // the reply subject on the message it is given.
 func cloneMsg(m *nats.Msg) *nats.Msg {
 	return &nats.Msg{Subject: m.Subject, Header: m.Header, Data: m.Data}
-}
-
-func retryable(err error) bool {
-	return errors.Is(err, jetstream.ErrAsyncPublishTimeout) || errors.Is(err, jetstream.ErrNoStreamResponse) ||
-		errors.Is(err, nats.ErrNoResponders) || errors.Is(err, nats.ErrTimeout)
 }

@@ -1,13 +1,17 @@
 package scheduler_test
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/stretchr/testify/require"
+	"github.com/warrenhq/warren/broker/brokertest"
 	"github.com/warrenhq/warren/messages"
 	"github.com/warrenhq/warren/scheduler"
 )
@@ -137,7 +141,7 @@ func TestConfigValidate(t *testing.T) {
 	}{
 		{"inflight", scheduler.Config{MaxInflight: -1}, "MaxInflight"},
 		{"ack timeout", scheduler.Config{AckTimeout: -1}, "AckTimeout"},
-		{"retries", scheduler.Config{PublishRetries: -1}, "PublishRetries"},
+		{"retry for", scheduler.Config{RetryFor: -1}, "RetryFor"},
 		{"grace", scheduler.Config{EventGrace: -1}, "EventGrace"},
 	}
 	for _, tt := range tests {
@@ -146,4 +150,63 @@ func TestConfigValidate(t *testing.T) {
 			require.ErrorContains(t, err, tt.field)
 		})
 	}
+}
+
+// A task under messages.MaxTaskBytes whose message, headers included, is
+// over a stock server's 1 MiB max_payload refuses the whole batch before
+// anything is written: no task, no manifest, and the same line again on a
+// re-submission.
+func TestPublishRefusesTaskOverMaxPayloadBeforeAnyWrite(t *testing.T) {
+	b := brokertest.Start(t, brokertest.Options{MaxPayload: 1 << 20})
+	c, err := scheduler.New(b.Conn, scheduler.Config{})
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	x := &bundle{b: b, c: c, ctx: ctx}
+
+	// The body alone fits the server by 50 bytes; its headers do not.
+	small := `{"kind":"exec","argv":["echo","small"]}`
+	big := func(id string) string {
+		t.Helper()
+		skeleton := fmt.Sprintf(`{"v":1,"id":%q,"batch":"mp","attempt":1,"kind":"exec","argv":["cat"],"stdin":""}`, id)
+		pad := strings.Repeat("x", 1<<20-50-len(skeleton))
+		return fmt.Sprintf(`{"id":%q,"kind":"exec","argv":["cat"],"stdin":%q}`, id, pad)
+	}
+	in := small + "\n" + big("2") + "\n" + small[:len(small)-1] + `,"id":"3"}` + "\n" + big("4") + "\n"
+	for range 2 {
+		bt, err := scheduler.ReadBatch(strings.NewReader(in), scheduler.BatchOptions{Batch: "mp"})
+		require.NoError(t, err, "the body is under MaxTaskBytes: validation alone accepts it")
+		_, err = c.Publish(ctx, bt)
+		var be *scheduler.BatchError
+		require.ErrorAs(t, err, &be)
+		require.Len(t, be.Errors, 2)
+		require.Equal(t, 2, be.Errors[0].Line)
+		require.Equal(t, 4, be.Errors[1].Line)
+		require.ErrorIs(t, err, &messages.Error{Code: messages.CodeTooLarge})
+		require.Contains(t, err.Error(), "max_payload of 1048576")
+		require.EqualValues(t, 0, x.streamMsgs(t, messages.StreamTasks, messages.BatchTaskFilter("mp")), "nothing published")
+		_, err = c.Manifest(ctx, "mp")
+		require.ErrorIs(t, err, scheduler.ErrUnknownBatch, "no manifest written")
+	}
+}
+
+// A stream max_msg_size below the server's max_payload is the limit.
+func TestPublishRefusesTaskOverTheStreamsMaxMsgSize(t *testing.T) {
+	x := setup(t)
+	s, err := x.b.JS.Stream(x.ctx, messages.StreamTasks)
+	require.NoError(t, err)
+	cfg := s.CachedInfo().Config
+	cfg.MaxMsgSize = 4096
+	_, err = x.b.JS.UpdateStream(x.ctx, cfg)
+	require.NoError(t, err)
+	in := `{"kind":"exec","argv":["true"]}` + "\n" + `{"kind":"exec","argv":["cat"],"stdin":"` + strings.Repeat("x", 4096) + `"}` + "\n"
+	b, err := scheduler.ReadBatch(strings.NewReader(in), scheduler.BatchOptions{Batch: "ms"})
+	require.NoError(t, err)
+	_, err = x.c.Publish(x.ctx, b)
+	var be *scheduler.BatchError
+	require.ErrorAs(t, err, &be)
+	require.Len(t, be.Errors, 1)
+	require.Equal(t, 2, be.Errors[0].Line)
+	require.Contains(t, err.Error(), "over the max_msg_size of stream WARREN_TASKS of 4096 bytes")
+	require.EqualValues(t, 0, x.streamMsgs(t, messages.StreamTasks, messages.BatchTaskFilter("ms")))
 }

@@ -66,6 +66,9 @@ func (c *Client) Replay(ctx context.Context, o ReplayOptions) (*ReplayReport, er
 			continue
 		}
 		t, err := messages.DecodeTask(st.Data)
+		if err == nil {
+			err = messages.CheckReply(t, c.cfg.InboxPrefixes)
+		}
 		if err != nil {
 			rep.Invalid++
 			c.log.Warn().Err(err).Uint64("seq", st.Seq).Msg("not replaying a stored message that is not a valid task")
@@ -88,10 +91,22 @@ func (c *Client) Replay(ctx context.Context, o ReplayOptions) (*ReplayReport, er
 	for _, st := range all {
 		maxAttempt = max(maxAttempt, st.Attempt)
 	}
+	// All or nothing: check the sizes as the next attempt before claiming it.
+	lines := make([]int, len(tasks))
+	for i := range lines {
+		lines[i] = i + 1
+	}
+	msgs, err := attemptMsgs(tasks, maxAttempt+1)
+	if err != nil {
+		return rep, err
+	}
+	if err := c.checkSizes(ctx, msgs, lines, 0); err != nil {
+		return rep, err
+	}
 	_, err = c.updateManifest(ctx, o.Batch, func(m *messages.BatchManifest) error {
 		rep.Attempt = max(maxAttempt, m.LatestAttempt()) + 1
 		m.SetAttempt(rep.Attempt, messages.AttemptManifest{
-			Total: len(tasks), PublishedAt: time.Now().UTC(), Digest: digestTasks(tasks), ReplayOf: replayOf,
+			Total: len(tasks), PublishedAt: time.Now().UTC(), Digest: digestTasks(tasks), ReplayOf: replayOf, IDs: taskIDs(tasks),
 		})
 		return nil
 	})
@@ -99,14 +114,10 @@ func (c *Client) Replay(ctx context.Context, o ReplayOptions) (*ReplayReport, er
 		return rep, err
 	}
 	rep.Total = len(tasks)
-	msgs := make([]*nats.Msg, len(tasks))
-	for i := range tasks {
-		tasks[i].Attempt = rep.Attempt
-		data, err := json.Marshal(&tasks[i])
-		if err != nil {
+	if rep.Attempt != maxAttempt+1 { // a concurrent replay took that one
+		if msgs, err = attemptMsgs(tasks, rep.Attempt); err != nil {
 			return rep, err
 		}
-		msgs[i] = taskMsg(&tasks[i], data)
 	}
 	rep.Stored, rep.Duplicates, err = c.publishAll(ctx, msgs)
 	if err != nil {
@@ -119,4 +130,18 @@ func (c *Client) Replay(ctx context.Context, o ReplayOptions) (*ReplayReport, er
 		return nil
 	})
 	return rep, err
+}
+
+// attemptMsgs builds the messages of tasks as the given attempt.
+func attemptMsgs(tasks []messages.Task, attempt int) ([]*nats.Msg, error) {
+	msgs := make([]*nats.Msg, len(tasks))
+	for i := range tasks {
+		tasks[i].Attempt = attempt
+		data, err := json.Marshal(&tasks[i])
+		if err != nil {
+			return nil, err
+		}
+		msgs[i] = taskMsg(&tasks[i], data)
+	}
+	return msgs, nil
 }

@@ -84,16 +84,25 @@ func (c *Client) scanTasks(ctx context.Context, sc taskScan) ([]storedTask, erro
 // lastSeq is the stream sequence of the last message matching filter, 0
 // when there is none.
 func (c *Client) lastSeq(ctx context.Context, stream, filter string) (uint64, error) {
-	s, err := c.stream(ctx, stream)
-	if err != nil {
+	m, err := c.lastMsg(ctx, stream, filter)
+	if err != nil || m == nil {
 		return 0, err
 	}
-	m, err := s.GetLastMsgForSubject(ctx, filter)
+	return m.Sequence, nil
+}
+
+// lastMsg is the last message matching filter, nil when there is none.
+func (c *Client) lastMsg(ctx context.Context, stream, filter string) (*jetstream.RawStreamMsg, error) {
+	s, err := c.stream(ctx, stream)
+	if err != nil {
+		return nil, err
+	}
+	m, err := retry(ctx, c, "read "+stream, func() (*jetstream.RawStreamMsg, error) { return s.GetLastMsgForSubject(ctx, filter) })
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
-		return 0, nil
+		return nil, nil
 	}
 	if err != nil {
-		return 0, fmt.Errorf("scheduler: last message of %s in %s: %w", filter, stream, err)
+		return nil, fmt.Errorf("scheduler: last message of %s in %s: %w", filter, stream, err)
 	}
-	return m.Sequence, nil
+	return m, nil
 }

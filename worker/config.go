@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/nats-io/nkeys"
 	"github.com/rs/zerolog"
 	"github.com/warrenhq/warren/broker"
 	"github.com/warrenhq/warren/messages"
@@ -81,6 +82,15 @@ type Config struct {
 	// RegistryInterval is how often the host registry entry is refreshed.
 	// Defaults to 10s.
 	RegistryInterval time.Duration
+	// InboxPrefixes are the subject prefixes a task's reply may use besides
+	// its own batch's events (messages.CheckReply). They come from the
+	// operator, never from a task. Defaults to messages.DefaultInboxPrefixes.
+	InboxPrefixes []string
+	// SealKey is the pool's curve key pair (with its seed) that opens
+	// tasks' sealed secrets; its public key is published in the host
+	// registry. Defaults to nil: a task with secrets gets an infra_error
+	// result with code secrets_unavailable.
+	SealKey nkeys.KeyPair
 	// Version is reported in the host registry.
 	Version string
 	// Logger is the worker's logger. Defaults to a disabled logger.
@@ -111,6 +121,9 @@ func (c Config) withDefaults() Config {
 	c.DefaultOutputBytes = cmp.Or(c.DefaultOutputBytes, 1<<20)
 	c.RegistryInterval = cmp.Or(c.RegistryInterval, 10*time.Second)
 	c.Version = cmp.Or(c.Version, "dev")
+	if len(c.InboxPrefixes) == 0 {
+		c.InboxPrefixes = messages.DefaultInboxPrefixes
+	}
 	return c
 }
 
@@ -124,6 +137,17 @@ func (c Config) validate() error {
 		return fmt.Errorf("worker config: Heartbeat %s must be shorter than Consumer.AckWait %s", c.Heartbeat, c.Consumer.AckWait)
 	case c.PullWait < 100*time.Millisecond:
 		return fmt.Errorf("worker config: PullWait %s is below 100ms", c.PullWait)
+	}
+	for _, p := range c.InboxPrefixes {
+		if err := messages.CheckInboxPrefix(p); err != nil {
+			return fmt.Errorf("worker config: InboxPrefixes: %w", err)
+		}
+	}
+	if c.SealKey != nil {
+		pub, err := c.SealKey.PublicKey()
+		if _, perr := c.SealKey.PrivateKey(); err != nil || perr != nil || !nkeys.IsValidPublicCurveKey(pub) {
+			return errors.New("worker config: SealKey must be a curve key pair with its seed (warren keys init writes one)")
+		}
 	}
 	probe := messages.Task{V: messages.Version, ID: "x", Batch: "x", Kind: messages.KindExec, Argv: []string{"x"}, Pool: c.Pool}
 	if err := probe.Validate(); err != nil {

@@ -29,9 +29,15 @@
 //
 // # Failure handling
 //
-//   - Invalid task (undecodable, fails validation): an invalid result naming
-//     the field and a stable code, a copy in the dead-letter stream, Term. It
-//     is never redelivered and the worker keeps serving.
+//   - Invalid task (undecodable, fails validation, a reply outside its own
+//     batch's events and the configured inbox prefixes): an invalid result
+//     naming the field and a stable code, a copy in the dead-letter stream,
+//     Term. It is never redelivered and the worker keeps serving. A task that
+//     arrived with cleartext secrets is dead-lettered with their values
+//     replaced and erased from TASKS when the credentials allow.
+//   - Secrets this worker cannot open (no seal key, another pool's key): an
+//     infra_error result with code secrets_unavailable, a dead letter under
+//     reason "secrets", Term: a key problem is not retried.
 //   - Infrastructure failure (sandbox unavailable, setup error, panic): Nak
 //     with a delay doubling per delivery; on the last allowed delivery an
 //     infra_error result, a dead letter and Term.
@@ -45,6 +51,18 @@
 //     the same attempt in any case.
 //   - Broker outage: results are retried for up to two minutes while the
 //     task's message stays unacked.
+//
+// # Reply confinement and secrets
+//
+// Events are published only where messages.CheckReply allows (the task's
+// batch's events or Config.InboxPrefixes); the emitter falls back to the
+// default event subject for anything else and never publishes to a
+// reserved subject, whatever it is given. Sealed secrets are opened here
+// only, with Config.SealKey, added to the process environment, and masked
+// ("***") in captured output and in events: the capture holds back a tail
+// that may be the start of a secret until the next write decides, so a
+// secret split across two writes is masked too. Its public key is
+// published in the host registry.
 //
 // # Shutdown
 //

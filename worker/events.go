@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/rs/zerolog"
 	"github.com/warrenhq/warren/messages"
 )
 
@@ -19,17 +20,10 @@ type emitter struct {
 	base    messages.Event
 	seq     uint64
 	closed  bool
-}
-
-func newEmitter(nc *nats.Conn, t *messages.Task, delivery int, host string) *emitter {
-	return &emitter{
-		nc:      nc,
-		subject: t.EffectiveReply(),
-		base: messages.Event{
-			V: messages.Version, TaskID: t.ID, Batch: t.Batch,
-			Attempt: t.EffectiveAttempt(), Delivery: delivery, Host: host,
-		},
-	}
+	log     zerolog.Logger
+	// mask, when set, hides the task's secrets in event data (output is
+	// masked before it gets here, by capture; this catches messages).
+	mask *secretMask
 }
 
 // emit sends one event; fill sets type-specific fields. Publishing is
@@ -42,12 +36,20 @@ func (e *emitter) emit(typ messages.EventType, data string, fill func(*messages.
 	}
 	e.seq++
 	ev := e.base
+	if typ != messages.EventStdout && typ != messages.EventStderr {
+		data = e.mask.String(data)
+	}
 	ev.Seq, ev.Type, ev.Data, ev.Time = e.seq, typ, data, time.Now().UTC()
 	if fill != nil {
 		fill(&ev)
 	}
 	b, err := json.Marshal(&ev)
 	if err != nil {
+		return
+	}
+	if messages.ReservedSubject(e.subject) {
+		// Unreachable through newEmitter; the last line of the reply rule.
+		e.log.Error().Str("subject", e.subject).Msg("refusing to publish an event to a reserved subject")
 		return
 	}
 	_ = e.nc.Publish(e.subject, b)
@@ -58,7 +60,9 @@ func (e *emitter) emit(typ messages.EventType, data string, fill func(*messages.
 
 // capture keeps the first limit bytes of one output stream for the result
 // and streams the same bytes as events. Beyond the limit it discards, but
-// keeps accepting writes so the task never blocks on a full pipe.
+// keeps accepting writes so the task never blocks on a full pipe. When the
+// emitter has a secret mask, secrets are masked before anything is kept or
+// sent.
 type capture struct {
 	mu        sync.Mutex
 	em        *emitter
@@ -66,11 +70,25 @@ type capture struct {
 	limit     int64
 	buf       []byte
 	truncated bool
+	ms        *maskStream
 }
 
 func (c *capture) Write(p []byte) (int, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	n := len(p)
+	if c.em.mask != nil {
+		if c.ms == nil {
+			c.ms = &maskStream{m: c.em.mask}
+		}
+		p = c.ms.write(p, false)
+	}
+	c.keep(p)
+	return n, nil
+}
+
+// keep stores and streams p, up to the limit.
+func (c *capture) keep(p []byte) {
 	room := c.limit - int64(len(c.buf))
 	keep := p
 	if int64(len(keep)) > room {
@@ -81,11 +99,14 @@ func (c *capture) Write(p []byte) (int, error) {
 		c.buf = append(c.buf, keep...)
 		c.em.emit(c.typ, string(keep), nil)
 	}
-	return len(p), nil
 }
 
+// result flushes what the mask held back and returns the kept output.
 func (c *capture) result() (string, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.ms != nil {
+		c.keep(c.ms.write(nil, true))
+	}
 	return string(c.buf), c.truncated
 }

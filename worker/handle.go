@@ -33,6 +33,9 @@ func (w *Worker) handle(msg jetstream.Msg) {
 	}
 	delivery := int(meta.NumDelivered)
 	task, derr := messages.DecodeTask(msg.Data())
+	if derr == nil {
+		derr = w.checkReply(task)
+	}
 	if derr != nil {
 		w.refuse(msg, meta, derr)
 		return
@@ -45,7 +48,13 @@ func (w *Worker) handle(msg jetstream.Msg) {
 		w.ack(msg)
 		return
 	}
-	em := newEmitter(w.nc, task, delivery, w.cfg.HostID)
+	em := w.newEmitter(task, delivery)
+	run, mask, serr := w.openSecrets(task)
+	if serr != nil {
+		w.refuseSecrets(msg, meta, task, delivery, em, serr)
+		return
+	}
+	em.mask = mask
 	if w.cancels.cancelled(task.Batch, task.EffectiveAttempt(), task.ID) {
 		res := w.baseResult(task, delivery)
 		res.Status, res.ExitCode = messages.StatusCancelled, -1
@@ -60,7 +69,7 @@ func (w *Worker) handle(msg jetstream.Msg) {
 	defer unregister()
 
 	stopHB := w.heartbeat(msg, em)
-	res, runErr := w.execute(ctx, task, delivery, em)
+	res, runErr := w.execute(ctx, run, delivery, em)
 	stopHB()
 
 	cause := context.Cause(ctx)
@@ -237,7 +246,7 @@ func (w *Worker) refuse(msg jetstream.Msg, meta *jetstream.MsgMetadata, derr err
 	}
 	id, batch, attempt := identify(msg, meta)
 	w.log.Warn().Str("task_id", id).Str("batch", batch).Str("code", string(merr.Code)).Str("reason", merr.Error()).Msg("refusing invalid task")
-	w.deadLetter(msg.Data(), msg.Headers(), "invalid", batch, meta.Sequence.Stream, merr.Error())
+	w.deadLetter(w.redactRefused(msg.Data(), merr, meta.Sequence.Stream), msg.Headers(), "invalid", batch, meta.Sequence.Stream, merr.Error())
 	res := &messages.Result{
 		V: messages.Version, TaskID: id, Batch: batch, Attempt: attempt, Delivery: int(meta.NumDelivered),
 		Status: messages.StatusInvalid, ExitCode: -1, Host: w.cfg.HostID, Error: merr,

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"io"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nkeys"
 	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
 	"github.com/warrenhq/warren/broker"
@@ -59,6 +61,8 @@ type workerOpts struct {
 	maxDeliver int
 	profiles   []string      // Config.ExecProfiles; default one
 	pullWait   time.Duration // Config.PullWait; default 500ms
+	sealKey    nkeys.KeyPair // Config.SealKey
+	logTo      io.Writer     // debug-level log sink; default the test log at warn
 }
 
 func startWorker(t testing.TB, b *brokertest.Broker, name string, o workerOpts) *worker.Worker {
@@ -66,6 +70,10 @@ func startWorker(t testing.TB, b *brokertest.Broker, name string, o workerOpts) 
 	nc, _ := b.Dial(t, name)
 	if o.runner == nil {
 		o.runner = insecureRunner(t)
+	}
+	logger := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
+	if o.logTo != nil {
+		logger = zerolog.New(o.logTo).Level(zerolog.DebugLevel)
 	}
 	w, err := worker.New(nc, worker.Config{
 		HostID:       name,
@@ -76,7 +84,8 @@ func startWorker(t testing.TB, b *brokertest.Broker, name string, o workerOpts) 
 		Consumer:     broker.ConsumerConfig{AckWait: max(o.ackWait, 3*time.Second), MaxDeliver: o.maxDeliver},
 		PullWait:     cmp.Or(o.pullWait, 500*time.Millisecond),
 		RetryBase:    50 * time.Millisecond,
-		Logger:       zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel),
+		Logger:       logger,
+		SealKey:      o.sealKey,
 
 		TaskStarted: o.started,
 	})

@@ -31,6 +31,9 @@ func (w *Worker) register(started time.Time) {
 		Isolation: w.cfg.Isolation, Profiles: w.cfg.profiles(), Version: w.cfg.Version,
 		StartedAt: started, UpdatedAt: time.Now().UTC(),
 	}
+	if w.cfg.SealKey != nil {
+		info.SealKey, _ = w.cfg.SealKey.PublicKey()
+	}
 	data, err := json.Marshal(info)
 	if err != nil {
 		return

@@ -3,6 +3,8 @@ package brokertest
 
 import (
 	"context"
+	"net/url"
+	"strconv"
 	"testing"
 	"time"
 
@@ -26,6 +28,9 @@ type Options struct {
 	Dir     string // data dir; defaults to t.TempDir()
 	Port    int    // defaults to -1 (a free port)
 	Streams broker.StreamConfig
+	// MaxPayload is the server's max_payload; defaults to the broker's
+	// (8 MiB). 1<<20 is a stock nats-server's.
+	MaxPayload int32
 }
 
 // Start runs an embedded broker listening on a free loopback port, sets up
@@ -38,7 +43,7 @@ func Start(t testing.TB, o Options) *Broker {
 	if o.Port == 0 {
 		o.Port = -1
 	}
-	srv, err := broker.NewServer(broker.Config{DataDir: o.Dir, Port: o.Port})
+	srv, err := broker.NewServer(broker.Config{DataDir: o.Dir, Port: o.Port, MaxPayload: o.MaxPayload})
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -51,6 +56,25 @@ func Start(t testing.TB, o Options) *Broker {
 	require.NoError(t, err)
 	require.NoError(t, broker.Setup(ctx, js, o.Streams))
 	return &Broker{Server: srv, Conn: nc, JS: js, URL: srv.ClientURL(), Dir: o.Dir}
+}
+
+// Restart stops the server and starts a new one on the same port and
+// store, as a broker restart does: connections made with broker.Connect
+// reconnect by themselves. The new server is stopped in t.Cleanup.
+func (b *Broker) Restart(t testing.TB, o Options) {
+	t.Helper()
+	b.Server.Stop()
+	u, err := url.Parse(b.URL)
+	require.NoError(t, err)
+	port, err := strconv.Atoi(u.Port())
+	require.NoError(t, err)
+	srv, err := broker.NewServer(broker.Config{DataDir: b.Dir, Port: port, MaxPayload: o.MaxPayload})
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	require.NoError(t, srv.Start(ctx))
+	t.Cleanup(srv.Stop)
+	b.Server = srv
 }
 
 // Dial opens another client connection to b, closed in t.Cleanup.

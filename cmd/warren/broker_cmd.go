@@ -38,7 +38,25 @@ func (f *brokerFlags) cluster() (*broker.ClusterConfig, error) {
 	return &broker.ClusterConfig{Name: f.Cluster, Host: host, Port: port, Routes: f.Routes}, nil
 }
 
-func (f *brokerFlags) start(g *globals) (*broker.Server, error) {
+// start runs the broker, sets up the streams and records the broker's
+// address in the data dir (see target); stop undoes all of it.
+func (f *brokerFlags) start(g *globals, cmd string) (srv *broker.Server, stop func(), err error) {
+	if err := g.refuseNATS(cmd); err != nil {
+		return nil, nil, err
+	}
+	srv, err = f.startServer(g)
+	if err != nil {
+		return nil, nil, err
+	}
+	forget, err := writeBrokerRecord(g.DataDir, srv)
+	if err != nil {
+		srv.Stop()
+		return nil, nil, err
+	}
+	return srv, func() { forget(); srv.Stop() }, nil
+}
+
+func (f *brokerFlags) startServer(g *globals) (*broker.Server, error) {
 	host, port, err := splitHostPort(f.Listen)
 	if err != nil {
 		return nil, err
@@ -84,11 +102,11 @@ type brokerCmd struct {
 }
 
 func (c *brokerCmd) Run(g *globals) error {
-	srv, err := c.start(g)
+	srv, stop, err := c.start(g, "broker")
 	if err != nil {
 		return err
 	}
-	defer srv.Stop()
+	defer stop()
 	fmt.Fprintf(g.IO.Err, "warren broker listening on %s (store %s); stop with Ctrl-C\n", srv.ClientURL(), g.DataDir)
 	<-g.Ctx.Done()
 	return nil
@@ -100,11 +118,11 @@ type upCmd struct {
 }
 
 func (c *upCmd) Run(g *globals) error {
-	srv, err := c.start(g)
+	srv, stop, err := c.start(g, "up")
 	if err != nil {
 		return err
 	}
-	defer srv.Stop()
+	defer stop()
 	nc, err := srv.Connect()
 	if err != nil {
 		return err

@@ -54,7 +54,7 @@ func TestBrokerNodesFormACluster(t *testing.T) {
 			ClusterListen: fmt.Sprintf("127.0.0.1:%d", routePorts[i]), Routes: routes}
 		g := &globals{Ctx: ctx, DataDir: t.TempDir(), Log: zerolog.Nop()}
 		wg.Go(func() {
-			srv, err := f.start(g)
+			srv, err := f.startServer(g)
 			errs[i] = err
 			if err == nil {
 				t.Cleanup(srv.Stop)
@@ -85,14 +85,14 @@ func TestBrokerServesIncompatibleStreamsForSetup(t *testing.T) {
 	port := brokertest.FreePorts(t, 1)[0]
 	f := brokerFlags{Listen: fmt.Sprintf("127.0.0.1:%d", port)}
 	g := &globals{Ctx: ctx, DataDir: dir, Log: zerolog.Nop()}
-	srv, err := f.start(g)
+	srv, err := f.startServer(g)
 	require.NoError(t, err)
 	url := srv.ClientURL()
 	_, js := brokertest.DialURL(t, url, "edit")
 	editStream(t, js, "WARREN_RESULTS", func(c *jetstream.StreamConfig) { c.MaxMsgsPerSubject = 2 })
 	srv.Stop()
 
-	srv, err = f.start(g)
+	srv, err = f.startServer(g)
 	require.NoError(t, err, "served despite the incompatible stream")
 	t.Cleanup(srv.Stop)
 	require.ErrorContains(t, runClient(t, ctx, url, "", "hosts").err, "max_msgs_per_subject")

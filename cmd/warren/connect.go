@@ -9,13 +9,11 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nkeys"
 	"github.com/rs/zerolog"
 	"github.com/warrenhq/warren/broker"
 	"github.com/warrenhq/warren/messages"
 )
-
-// localURL is where `warren up` and `warren broker` listen by default.
-var localURL = fmt.Sprintf("nats://127.0.0.1:%d", broker.DefaultPort)
 
 // session is a client command's connection to the broker, wherever it is.
 type session struct {
@@ -33,10 +31,10 @@ func (s *session) Close() {
 	s.closers = nil
 }
 
-// open connects a client command: to --nats when given; else to a local
-// broker on 127.0.0.1:4222 when one runs; else it starts an embedded broker
-// on --data-dir for the command's duration. With needWorker, an embedded
-// broker also gets an in-process worker, so work submitted to it runs.
+// open connects a client command to the broker the user named (see
+// target); with none, it starts an embedded broker on --data-dir for the
+// command's duration. With needWorker, an embedded broker also gets an
+// in-process worker, so work submitted to it runs.
 func (g *globals) open(ctx context.Context, name string, needWorker bool) (*session, error) {
 	s, err := g.connect(ctx, name)
 	if err != nil {
@@ -55,18 +53,15 @@ func (g *globals) open(ctx context.Context, name string, needWorker bool) (*sess
 	return s, nil
 }
 
-// connect finds the broker as open does, without setting anything up.
+// connect finds the broker as open does, without setting anything up
+// (`warren setup` must reach streams that Setup would refuse).
 func (g *globals) connect(ctx context.Context, name string) (*session, error) {
-	url := g.NATS
-	if url == "" && broker.Reachable(ctx, localURL) {
-		url = localURL
+	url, rec, err := g.target()
+	if err != nil {
+		return nil, err
 	}
 	if url != "" {
-		nc, err := broker.Connect(ctx, url, name)
-		if err != nil {
-			return nil, err
-		}
-		return &session{NC: nc, closers: []func(){nc.Close}}, nil
+		return g.dialRecorded(ctx, url, name, rec)
 	}
 	s := &session{}
 	srv, err := broker.NewServer(broker.Config{DataDir: g.DataDir, DontListen: true, Logger: g.Log.Level(max(g.Log.GetLevel(), zerolog.WarnLevel))})
@@ -88,14 +83,29 @@ func (g *globals) connect(ctx context.Context, name string) (*session, error) {
 	return s, nil
 }
 
-// dial connects to the broker at url.
-func (g *globals) dial(ctx context.Context, url, name string) (*session, error) {
+// dialChecked connects to the broker at url, which must be the server of
+// rec when one is given, and sets up the streams.
+func (g *globals) dialChecked(ctx context.Context, url, name string, rec *brokerRecord) (*session, error) {
+	s, err := g.dialRecorded(ctx, url, name, rec)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.init(ctx); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// dialRecorded connects to the broker at url, which must be the server of
+// rec when one is given.
+func (g *globals) dialRecorded(ctx context.Context, url, name string, rec *brokerRecord) (*session, error) {
 	nc, err := broker.Connect(ctx, url, name)
 	if err != nil {
 		return nil, err
 	}
 	s := &session{NC: nc, closers: []func(){nc.Close}}
-	if err := s.init(ctx); err != nil {
+	if err := checkRecorded(nc, rec, g.DataDir); err != nil {
 		s.Close()
 		return nil, err
 	}
@@ -108,6 +118,9 @@ func (s *session) init(ctx context.Context) error {
 		return err
 	}
 	s.JS = js
+	if err := broker.CheckJetStream(ctx, js, s.NC); err != nil {
+		return err
+	}
 	return setupStreams(ctx, s.NC)
 }
 
@@ -127,7 +140,13 @@ func setupStreams(ctx context.Context, nc *nats.Conn) error {
 // startLocalWorker runs an in-process worker on an embedded broker, with
 // the default (fail-closed) isolation, stopped when the session closes.
 func (g *globals) startLocalWorker(ctx context.Context, s *session) error {
-	f := workerFlags{Pool: messages.DefaultPool, Profiles: []string{messages.DefaultProfile}, Isolation: "auto", pullWait: 250 * time.Millisecond}
+	// A key of its own for secrets: the broker does not listen, so the key
+	// it publishes in the registry can only be this worker's.
+	key, err := nkeys.CreateCurveKeys()
+	if err != nil {
+		return err
+	}
+	f := workerFlags{Pool: messages.DefaultPool, Profiles: []string{messages.DefaultProfile}, Isolation: "auto", pullWait: 250 * time.Millisecond, sealKey: key}
 	quiet := *g
 	quiet.Log = g.Log.Level(max(g.Log.GetLevel(), zerolog.WarnLevel))
 	w, err := f.buildWorker(ctx, &quiet, s.NC)

@@ -64,10 +64,10 @@ func (e *e2e) runFor(t *testing.T, limit time.Duration, args ...string) (string,
 // startWorker runs `warren worker` as a process until the test ends (then
 // SIGTERM: it must drain and exit 0). The queue tests run it without
 // isolation; the sandbox packages prove isolation.
-func (e *e2e) startWorker(t *testing.T, capacity int) {
+func (e *e2e) startWorker(t *testing.T, capacity int, extra ...string) {
 	t.Helper()
-	c := e.cmd(context.Background(), "worker", "--capacity", fmt.Sprint(capacity), "--isolation", "none", "--insecure-no-isolation",
-		"--scratch-root", t.TempDir(), "--host-id", fmt.Sprintf("e2e-%d", time.Now().UnixNano()))
+	c := e.cmd(context.Background(), append([]string{"worker", "--capacity", fmt.Sprint(capacity), "--isolation", "none", "--insecure-no-isolation",
+		"--scratch-root", t.TempDir(), "--host-id", fmt.Sprintf("e2e-%d", time.Now().UnixNano())}, extra...)...)
 	var errb bytes.Buffer
 	c.Stderr = &errb
 	require.NoError(t, c.Start())
@@ -194,7 +194,8 @@ func TestE2ECancelRunningAndQueuedThenReplayRuns(t *testing.T) {
 	_, stderr, code = e.run(t, "cancel", "cx")
 	require.Equal(t, 0, code, stderr)
 	out, stderr, code = e.run(t, "results", "cx")
-	require.Equal(t, 0, code, stderr)
+	require.Equal(t, exitNotRun, code, "cancelled tasks did not run to an outcome: %s", stderr)
+	require.Contains(t, stderr, "did not run to an outcome (cancelled 6)")
 	got := parseResults(t, out)
 	require.Len(t, got, 6)
 	for id, r := range got {
@@ -243,7 +244,8 @@ func TestE2EFirstSignalDrainsSecondCancels(t *testing.T) {
 	// signal lands is handed back, not run.
 	running := filepath.Join(t.TempDir(), "running")
 	file := writeBatch(t, 1, func(int) string { return fmt.Sprintf("touch %s; sleep 60", running) })
-	_, stderr, code := e.run(t, "submit", file, "--batch", "sig")
+	// The worker may not have registered yet: queue regardless.
+	_, stderr, code := e.run(t, "submit", file, "--batch", "sig", "--queue-unserved")
 	require.Equal(t, 0, code, stderr)
 	require.Eventually(t, func() bool {
 		_, err := os.Stat(running)
@@ -273,4 +275,98 @@ func TestE2EFirstSignalDrainsSecondCancels(t *testing.T) {
 	ci, err := cons.Info(context.Background())
 	require.NoError(t, err)
 	require.EqualValues(t, 1, ci.NumPending+uint64(ci.NumAckPending)+uint64(ci.NumRedelivered), "the task is available for another worker")
+}
+
+// A `submit --wait` pipeline survives a broker restart in the middle of
+// its publication (the broker goes down as soon as the manifest is written,
+// before the first task is acknowledged): every task is stored exactly
+// once, the worker runs them all, and submit exits 0 with every result.
+func TestE2ESubmitWaitRidesThroughBrokerRestart(t *testing.T) {
+	e := newE2E(t)
+	e.startWorker(t, 2)
+	const n = 300
+	file := writeBatch(t, n, func(i int) string { return fmt.Sprintf("echo task-%d", i) })
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	kv, err := e.b.JS.KeyValue(ctx, messages.BucketBatches)
+	require.NoError(t, err)
+	w, err := kv.Watch(ctx, "rr", jetstream.UpdatesOnly())
+	require.NoError(t, err)
+	defer func() { _ = w.Stop() }()
+	// One task in flight at a time: the publication lasts hundreds of round
+	// trips, so the restart lands inside it.
+	sub := e.cmd(ctx, "submit", file, "--batch", "rr", "--wait", "--max-inflight", "1")
+	var out, errb bytes.Buffer
+	sub.Stdout, sub.Stderr = &out, &errb
+	require.NoError(t, sub.Start())
+	for entry := range w.Updates() {
+		if entry != nil {
+			break // the manifest exists: publishing starts now
+		}
+	}
+	require.Less(t, e.resultCount(t, "rr", 1)+e.taskCount(t, "rr"), uint64(n), "the publication ended before the restart: the test proves nothing")
+	e.b.Restart(t, brokertest.Options{})
+	require.NoError(t, sub.Wait(), "stderr:\n%s", errb.String())
+	got := parseResults(t, out.String())
+	require.Len(t, got, n)
+	for i := range n {
+		r := got[fmt.Sprintf("t%d", i)]
+		require.NotNil(t, r)
+		require.Equal(t, messages.StatusOK, r.Status)
+		require.Equal(t, fmt.Sprintf("task-%d\n", i), r.Stdout)
+	}
+	require.EqualValues(t, n, e.taskCount(t, "rr"), "every task stored exactly once")
+}
+
+func (e *e2e) taskCount(t *testing.T, batch string) uint64 {
+	t.Helper()
+	s, err := e.b.JS.Stream(context.Background(), messages.StreamTasks)
+	require.NoError(t, err)
+	info, err := s.Info(context.Background(), jetstream.WithSubjectFilter(messages.BatchTaskFilter(batch)))
+	require.NoError(t, err)
+	var n uint64
+	for _, c := range info.State.Subjects {
+		n += c
+	}
+	return n
+}
+
+// The broker goes away mid-publication and stays away past --retry-for:
+// submit exits 1 with a resume hint; once the broker is back, the same
+// command resumes, and every task is stored exactly once.
+func TestE2ESubmitGivesUpAfterRetryForThenResumes(t *testing.T) {
+	e := newE2E(t)
+	const n = 300
+	file := writeBatch(t, n, func(i int) string { return fmt.Sprintf("echo task-%d", i) })
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	kv, err := e.b.JS.KeyValue(ctx, messages.BucketBatches)
+	require.NoError(t, err)
+	w, err := kv.Watch(ctx, "gu", jetstream.UpdatesOnly())
+	require.NoError(t, err)
+	defer func() { _ = w.Stop() }()
+	sub := e.cmd(ctx, "submit", file, "--batch", "gu", "--max-inflight", "1", "--retry-for", "1s", "--queue-unserved")
+	var errb bytes.Buffer
+	sub.Stderr = &errb
+	require.NoError(t, sub.Start())
+	for entry := range w.Updates() {
+		if entry != nil {
+			break
+		}
+	}
+	require.Less(t, e.taskCount(t, "gu"), uint64(n), "the publication ended before the broker went away")
+	e.b.Server.Stop()
+	err = sub.Wait()
+	var ee *exec.ExitError
+	require.ErrorAs(t, err, &ee, "stderr:\n%s", errb.String())
+	require.Equal(t, 1, ee.ExitCode())
+	require.Contains(t, errb.String(), "broker unavailable")
+	require.Contains(t, errb.String(), "--batch gu` resumes")
+
+	e.b.Restart(t, brokertest.Options{})
+	e.startWorker(t, 2)
+	out, stderr, code := e.run(t, "submit", file, "--batch", "gu", "--wait")
+	require.Equal(t, 0, code, stderr)
+	require.Len(t, parseResults(t, out), n)
+	require.EqualValues(t, n, e.taskCount(t, "gu"), "every task stored exactly once across the resume")
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"time"
 
 	"github.com/warrenhq/warren/messages"
@@ -14,24 +15,17 @@ import (
 // execCmd runs one command somewhere in the fleet with live output and
 // exits with its exit status.
 type execCmd struct {
-	Timeout   time.Duration     `name:"timeout" short:"t" help:"Wall-clock limit of the command (e.g. 30s); 0 takes the worker's default."`
-	Isolation string            `name:"isolation" default:"auto" enum:"auto,namespace,landlock,none" help:"Sandbox mode: auto, namespace, landlock or none (only on workers started with the insecure flag)."`
-	Profile   string            `name:"profile" help:"Toolchain profile the command needs; only hosts with it run it."`
-	Pool      string            `name:"pool" help:"Worker pool. Defaults to default."`
-	Network   string            `name:"network" default:"none" enum:"none,loopback" help:"Network policy: none or loopback."`
-	Env       map[string]string `name:"env" short:"e" help:"KEY=VALUE added to the command's environment (repeatable)."`
-	Stdin     bool              `name:"stdin" help:"Read standard input fully and give it to the command."`
-	Cmd       []string          `arg:"" passthrough:"partial" help:"Command and arguments; put -- before them when they start with a dash."`
+	Timeout       time.Duration     `name:"timeout" short:"t" help:"Wall-clock limit of the command (e.g. 30s); 0 takes the worker's default."`
+	Isolation     string            `name:"isolation" default:"auto" enum:"auto,namespace,landlock,none" help:"Sandbox mode: auto, namespace, landlock or none (only on workers started with the insecure flag)."`
+	Profile       string            `name:"profile" help:"Toolchain profile the command needs; only hosts with it run it."`
+	Pool          string            `name:"pool" help:"Worker pool. Defaults to default."`
+	Network       string            `name:"network" default:"none" enum:"none,loopback" help:"Network policy: none or loopback."`
+	Env           map[string]string `name:"env" short:"e" help:"KEY=VALUE added to the command's environment (repeatable)."`
+	Secrets       []string          `name:"secret" help:"NAME: pass your environment variable NAME to the command as a secret: sealed to the pool's key, masked in its output (repeatable)."`
+	Stdin         bool              `name:"stdin" help:"Read standard input fully and give it to the command."`
+	QueueUnserved bool              `name:"queue-unserved" help:"Queue the command and wait even when no live worker serves its pool/profile; without it, exec fails at once naming what is served."`
+	Cmd           []string          `arg:"" passthrough:"partial" help:"Command and arguments; put -- before them when they start with a dash."`
 }
-
-// Exit statuses for outcomes that are not the command's own exit code,
-// following timeout(1) and the shells.
-const (
-	exitTimedOut  = 124
-	exitInfra     = 125
-	exitInvalid   = 2
-	exitCancelled = 130
-)
 
 func (c *execCmd) Run(g *globals) error {
 	argv := c.Cmd
@@ -45,6 +39,16 @@ func (c *execCmd) Run(g *globals) error {
 		Kind: messages.KindExec, Argv: argv, Env: c.Env, Pool: c.Pool, Profile: c.Profile,
 		Isolation: messages.Isolation(c.Isolation), Network: messages.Network(c.Network),
 		Limits: messages.Limits{WallTimeoutMS: c.Timeout.Milliseconds()},
+	}
+	for _, name := range c.Secrets {
+		v, ok := os.LookupEnv(name)
+		if !ok {
+			return fmt.Errorf("--secret %s: no such variable in your environment; export it first (values are never taken from the command line, where other users can read them)", name)
+		}
+		if task.Secrets == nil {
+			task.Secrets = map[string]string{}
+		}
+		task.Secrets[name] = v
 	}
 	if c.Stdin {
 		data, err := io.ReadAll(io.LimitReader(g.IO.In, messages.MaxTaskBytes+1))
@@ -61,6 +65,9 @@ func (c *execCmd) Run(g *globals) error {
 		return err
 	}
 	defer s.Close()
+	if err := checkServed(g, client, []messages.Task{task}, c.QueueUnserved); err != nil {
+		return err
+	}
 	res, err := client.Exec(g.Ctx, task, g.IO.Out, g.IO.Err)
 	if errors.Is(err, context.Canceled) {
 		fmt.Fprintln(g.IO.Err, "warren: interrupted; the task was cancelled")

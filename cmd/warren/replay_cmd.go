@@ -19,6 +19,9 @@ type replayCmd struct {
 }
 
 func (c *replayCmd) Run(g *globals) error {
+	if err := outNeedsWait(c.Out, c.Wait); err != nil {
+		return err
+	}
 	since, err := parseWhen("--since", c.Since)
 	if err != nil {
 		return err

@@ -30,17 +30,53 @@ func (c *resultsCmd) Run(g *globals) error {
 	return collectResults(g, client, scheduler.CollectOptions{Batch: c.Batch, Attempt: c.Attempt, NoWait: c.NoWait}, c.Out)
 }
 
-func newSchedulerClient(g *globals, s *session) (*scheduler.Client, error) {
-	return scheduler.New(s.NC, scheduler.Config{Logger: g.Log})
+func newSchedulerClient(g *globals, s *session, tune ...func(*scheduler.Config)) (*scheduler.Client, error) {
+	cfg := scheduler.Config{Logger: g.Log, RetryFor: g.RetryFor, InboxPrefixes: g.InboxPrefixes}
+	for _, f := range tune {
+		f(&cfg)
+	}
+	if len(g.PoolKeys) > 0 {
+		keys, err := scheduler.ParsePoolKeys(g.PoolKeys)
+		if err != nil {
+			return nil, fmt.Errorf("--pool-key: %w", err)
+		}
+		cfg.PoolKeys = keys
+	}
+	c, err := scheduler.New(s.NC, cfg)
+	if err != nil || cfg.PoolKeys != nil {
+		return c, err
+	}
+	// Unpinned: the workers' published key, said out loud unless the broker
+	// is this process's own (it does not listen: only its worker wrote it).
+	cfg.PoolKeys = scheduler.RegistryPoolKeys{Client: c}
+	if !s.Embedded {
+		cfg.PoolKeys = loggedKeys{cfg.PoolKeys, g}
+	}
+	return scheduler.New(s.NC, cfg)
 }
 
-// client opens a session (see open) and a scheduler client on it.
-func (g *globals) client(name string, needWorker bool) (*session, *scheduler.Client, error) {
+// loggedKeys says which registry key secrets are sealed to.
+type loggedKeys struct {
+	inner scheduler.PoolKeys
+	g     *globals
+}
+
+func (k loggedKeys) PoolKey(ctx context.Context, pool string) (string, error) {
+	key, err := k.inner.PoolKey(ctx, pool)
+	if err == nil {
+		k.g.Log.Warn().Str("pool", pool).Str("key", key).Msg("sealing secrets to the key the pool's workers publish in the host registry; pin it with --pool-key unless the bus is authenticated")
+	}
+	return key, err
+}
+
+// client opens a session (see open) and a scheduler client on it; tune
+// adjusts the client's config.
+func (g *globals) client(name string, needWorker bool, tune ...func(*scheduler.Config)) (*session, *scheduler.Client, error) {
 	s, err := g.open(g.Ctx, name, needWorker)
 	if err != nil {
 		return nil, nil, err
 	}
-	c, err := newSchedulerClient(g, s)
+	c, err := newSchedulerClient(g, s, tune...)
 	if err != nil {
 		s.Close()
 		return nil, nil, err
@@ -94,18 +130,20 @@ func collectResults(g *globals, client *scheduler.Client, o scheduler.CollectOpt
 	if ferr := bw.Flush(); ferr != nil && cerr == nil {
 		cerr = ferr
 	}
+	if rep != nil && len(rep.Foreign) > 0 {
+		f := rep.Foreign[0]
+		fmt.Fprintf(g.IO.Err, "warren: %d stored result(s) of batch %s were not counted, e.g. %s (id %q): %s\n", len(rep.Foreign)+rep.ForeignMore, rep.Batch, f.Subject, f.TaskID, f.Reason)
+	}
 	switch {
+	case rep == nil:
+		return cerr
 	case errors.Is(cerr, context.Canceled):
 		fmt.Fprintf(g.IO.Err, "warren: interrupted after %d result(s); `warren results %s --attempt %d` resumes\n", rep.Received, rep.Batch, rep.Attempt)
-		return &exitCodeError{Code: 130}
+		return &exitCodeError{Code: exitCancelled}
+	case errors.Is(cerr, scheduler.ErrBrokerUnavailable):
+		return fmt.Errorf("%w\n%d result(s) written; `warren results %s --attempt %d` resumes", cerr, rep.Received, rep.Batch, rep.Attempt)
 	case cerr != nil:
 		return cerr
-	case !rep.Complete():
-		total := "?"
-		if rep.Total >= 0 {
-			total = fmt.Sprint(rep.Total)
-		}
-		fmt.Fprintf(g.IO.Err, "warren: batch %s attempt %d: %d of %s results so far\n", rep.Batch, rep.Attempt, rep.Received, total)
 	}
-	return nil
+	return collectExit(rep, g.IO.Err)
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -40,6 +41,12 @@ type cliRun struct {
 // runClient runs one client command against the broker at url.
 func runClient(t *testing.T, ctx context.Context, url, stdin string, args ...string) cliRun {
 	t.Helper()
+	return runClientIn(t, ctx, url, t.TempDir(), stdin, args...)
+}
+
+// runClientIn is runClient with the data dir given; url may be empty.
+func runClientIn(t *testing.T, ctx context.Context, url, dataDir, stdin string, args ...string) cliRun {
+	t.Helper()
 	var c clientCLI
 	var out, errb bytes.Buffer
 	p, err := kong.New(&c, kong.Name("warren"), kong.Vars{"default_data_dir": t.TempDir()},
@@ -47,7 +54,7 @@ func runClient(t *testing.T, ctx context.Context, url, stdin string, args ...str
 	require.NoError(t, err)
 	kctx, err := parseArgs(p, args)
 	require.NoError(t, err)
-	c.NATS, c.DataDir = url, t.TempDir()
+	c.NATS, c.DataDir = url, dataDir
 	c.Ctx, c.HardCtx = ctx, ctx
 	c.IO = stdio{In: strings.NewReader(stdin), Out: &out, Err: &errb}
 	c.Log = newLogger(&errb, "info")
@@ -79,6 +86,7 @@ func (e *cliEnv) run(t *testing.T, stdin string, args ...string) cliRun {
 // test peer over real NATS, standing in for package worker.
 func (e *cliEnv) fakeWorker(t *testing.T) {
 	t.Helper()
+	e.registerHost(t, "fake", messages.DefaultPool, messages.DefaultProfile)
 	cons, err := broker.EnsureConsumer(e.ctx, e.b.JS, messages.DefaultPool, messages.DefaultProfile, broker.ConsumerConfig{})
 	require.NoError(t, err)
 	cc, err := cons.Consume(func(msg jetstream.Msg) {
@@ -102,6 +110,9 @@ func (e *cliEnv) fakeWorker(t *testing.T) {
 		if code != 0 {
 			st = messages.StatusFailed
 		}
+		if s := task.Env["STATUS"]; s != "" { // a test asks for this outcome
+			st = messages.Status(s)
+		}
 		r := messages.Result{V: messages.Version, TaskID: task.ID, Batch: task.Batch, Attempt: task.EffectiveAttempt(),
 			Delivery: 1, Status: st, ExitCode: code, Stdout: out, Host: "fake"}
 		b, _ := json.Marshal(&r)
@@ -114,6 +125,20 @@ func (e *cliEnv) fakeWorker(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(cc.Stop)
 }
+
+// registerHost puts a live host serving pool and profiles in the registry.
+func (e *cliEnv) registerHost(t *testing.T, id, pool string, profiles ...string) {
+	t.Helper()
+	kv, err := e.b.JS.KeyValue(e.ctx, messages.BucketHosts)
+	require.NoError(t, err)
+	data, err := json.Marshal(messages.HostInfo{ID: id, Pool: pool, Profiles: profiles, Capacity: 1, UpdatedAt: time.Now().UTC()})
+	require.NoError(t, err)
+	_, err = kv.Put(e.ctx, id, data)
+	require.NoError(t, err)
+}
+
+// exitStatus is the process exit status run's error maps to.
+func exitStatus(err error) int { return exitCode(err, io.Discard) }
 
 func (e *cliEnv) taskCount(t *testing.T, batch string) uint64 {
 	t.Helper()
@@ -160,18 +185,18 @@ func TestSubmitPrintsBatchAndIsIdempotent(t *testing.T) {
 	e := newCLIEnv(t)
 	file := filepath.Join(t.TempDir(), "tasks.jsonl")
 	require.NoError(t, os.WriteFile(file, []byte(tasksJSONL(9)), 0o600))
-	first := e.run(t, "", "submit", file)
+	first := e.run(t, "", "submit", file, "--queue-unserved")
 	require.NoError(t, first.err, first.stderr)
 	batch := strings.TrimSpace(first.stdout)
 	require.Regexp(t, `^b-[0-9a-f]{16}$`, batch)
 	// The same input again, from stdin this time: same batch, nothing new.
-	again := e.run(t, tasksJSONL(9), "submit")
+	again := e.run(t, tasksJSONL(9), "submit", "--queue-unserved")
 	require.NoError(t, again.err)
 	require.Equal(t, batch+"\n", again.stdout)
 	require.Contains(t, again.stderr, "already submitted")
 	require.EqualValues(t, 9, e.taskCount(t, batch))
 
-	named := e.run(t, tasksJSONL(2), "submit", "--batch", "named")
+	named := e.run(t, tasksJSONL(2), "submit", "--batch", "named", "--queue-unserved")
 	require.NoError(t, named.err)
 	require.Equal(t, "named\n", named.stdout)
 }

@@ -2,40 +2,75 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
-	"sort"
+	"strings"
 	"time"
 
 	"github.com/warrenhq/warren/messages"
 	"github.com/warrenhq/warren/scheduler"
 )
 
-// warnUnserved tells the user when no live host serves a pool and profile
-// the batch needs: its tasks wait in the queue (durably) until one joins,
-// which otherwise looks like a hang.
-func warnUnserved(g *globals, client *scheduler.Client, tasks []messages.Task) {
-	ctx, cancel := context.WithTimeout(g.Ctx, 3*time.Second)
+// errUnserved: no live worker serves a pool/profile the tasks need.
+var errUnserved = errors.New("no live worker serves")
+
+// unservedRoutes lists the pool/profile pairs tasks need that no host in
+// the registry serves, and what the registry does serve, both sorted.
+func unservedRoutes(ctx context.Context, client *scheduler.Client, tasks []messages.Task) (missing, served []string, err error) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	hosts, err := client.Hosts(ctx)
 	if err != nil {
-		return
+		return nil, nil, err
 	}
-	type route struct{ pool, profile string }
-	need := map[route]bool{}
-	for i := range tasks {
-		need[route{tasks[i].EffectivePool(), tasks[i].EffectiveProfile()}] = true
-	}
-	var missing []string
-	for r := range need {
-		if !slices.ContainsFunc(hosts, func(h messages.HostInfo) bool {
-			return h.Pool == r.pool && slices.Contains(h.Profiles, r.profile)
-		}) {
-			missing = append(missing, r.pool+"/"+r.profile)
+	have := map[string]bool{}
+	for _, h := range hosts {
+		for _, p := range h.Profiles {
+			have[h.Pool+"/"+p] = true
 		}
 	}
-	sort.Strings(missing)
-	for _, m := range missing {
-		fmt.Fprintf(g.IO.Err, "warren: no live worker serves pool/profile %s; its tasks stay queued until one does (see `warren hosts`)\n", m)
+	need := map[string]bool{}
+	for i := range tasks {
+		need[tasks[i].EffectivePool()+"/"+tasks[i].EffectiveProfile()] = true
 	}
+	for r := range need {
+		if !have[r] {
+			missing = append(missing, r)
+		}
+	}
+	for r := range have {
+		served = append(served, r)
+	}
+	slices.Sort(missing)
+	slices.Sort(served)
+	return missing, served, nil
+}
+
+// checkServed fails fast, before anything is published, when no live
+// worker serves a pool/profile the tasks need: otherwise they wait in the
+// queue for one, which looks like a hang. With queue set it only warns.
+func checkServed(g *globals, client *scheduler.Client, tasks []messages.Task, queue bool) error {
+	missing, served, err := unservedRoutes(g.Ctx, client, tasks)
+	if err != nil {
+		g.Log.Warn().Err(err).Msg("could not read the host registry to check that a worker serves these tasks")
+		return nil
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	now := "no worker is registered"
+	if len(served) > 0 {
+		now = "served now: " + strings.Join(served, ", ")
+	}
+	if queue {
+		fmt.Fprintf(g.IO.Err, "warren: %s pool/profile %s (%s); the tasks stay queued until one does (see `warren hosts`)\n", errUnserved, strings.Join(missing, ", "), now)
+		return nil
+	}
+	return fmt.Errorf("%w pool/profile %s (%s); nothing was published: start a worker for it (`warren worker --pool P --profile Q`), or pass --queue-unserved to queue the tasks until one joins", errUnserved, strings.Join(missing, ", "), now)
+}
+
+// warnUnserved is checkServed that only warns.
+func warnUnserved(g *globals, client *scheduler.Client, tasks []messages.Task) {
+	_ = checkServed(g, client, tasks, true)
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nkeys"
 	"github.com/warrenhq/warren/messages"
 	"github.com/warrenhq/warren/sandbox"
 	"github.com/warrenhq/warren/verify"
@@ -25,9 +26,11 @@ type workerFlags struct {
 	HostID              string        `name:"host-id" help:"Name of this host in results and the registry (default: hostname-pid)."`
 	ScratchRoot         string        `name:"scratch-root" help:"Directory for per-task scratch dirs (default: $TMPDIR/warren-sandboxes)."`
 	VerifyProfiles      string        `name:"verify-profiles" help:"Verify profiles file (see deploy/profiles.yaml). Defaults to the built-in coq profiles. Profiles whose checker is not installed are not offered." type:"path"`
+	SealKey             string        `name:"seal-key" env:"WARREN_SEAL_KEY" help:"The pool's seed file (warren keys init) that opens tasks' sealed secrets. Without it, a task with secrets gets a secrets_unavailable result." type:"path"`
 	DrainTimeout        time.Duration `name:"drain-timeout" help:"On the first SIGTERM/SIGINT, how long running tasks may finish before they are cancelled and handed back to the queue." default:"5m"`
 
 	pullWait time.Duration   // shorter for a client's short-lived in-process worker
+	sealKey  nkeys.KeyPair   // used when SealKey (a file) is not given
 	runner   *sandbox.Runner // set by buildWorker; Close it after the worker stops
 }
 
@@ -63,17 +66,25 @@ func (f *workerFlags) buildWorker(ctx context.Context, g *globals, nc *nats.Conn
 	if err != nil {
 		return nil, err
 	}
+	sealKey := f.sealKey
+	if f.SealKey != "" {
+		if sealKey, err = loadSealKey(f.SealKey); err != nil {
+			return nil, err
+		}
+	}
 	return worker.New(nc, worker.Config{
-		Verifier:     verifier,
-		HostID:       f.HostID,
-		Pool:         f.Pool,
-		Capacity:     f.Capacity,
-		ExecProfiles: f.Profiles,
-		Runner:       runner,
-		Isolation:    []messages.Isolation{messages.Isolation(inForce)},
-		PullWait:     f.pullWait,
-		Version:      version,
-		Logger:       g.Log,
+		SealKey:       sealKey,
+		InboxPrefixes: g.InboxPrefixes,
+		Verifier:      verifier,
+		HostID:        f.HostID,
+		Pool:          f.Pool,
+		Capacity:      f.Capacity,
+		ExecProfiles:  f.Profiles,
+		Runner:        runner,
+		Isolation:     []messages.Isolation{messages.Isolation(inForce)},
+		PullWait:      f.pullWait,
+		Version:       version,
+		Logger:        g.Log,
 	})
 }
 
@@ -142,11 +153,14 @@ type workerCmd struct {
 }
 
 func (c *workerCmd) Run(g *globals) error {
-	url := g.NATS
-	if url == "" {
-		url = localURL
+	url, rec, err := g.target()
+	if err != nil {
+		return err
 	}
-	sess, err := g.dial(g.Ctx, url, "warren-worker")
+	if url == "" {
+		return fmt.Errorf("no broker to serve: pass --nats URL (or set WARREN_NATS_URL), or start `warren broker` with this --data-dir (%s)", g.DataDir)
+	}
+	sess, err := g.dialChecked(g.Ctx, url, "warren-worker", rec)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,99 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/warrenhq/warren/broker"
+)
+
+// ErrBrokerUnavailable: the broker stayed unavailable (unreachable,
+// restarting, a stream without a leader) for longer than Config.RetryFor.
+// What was published before is stored; doing the same again resumes.
+var ErrBrokerUnavailable = errors.New("scheduler: broker unavailable")
+
+// retryWait is the pause between two tries of an operation that failed
+// at once (no responders while a stream elects a leader, a request on a
+// connection still reconnecting).
+const retryWait = 250 * time.Millisecond
+
+// transient reports whether err is the broker being unavailable for a
+// while rather than a refusal: the operation may succeed if tried again.
+func transient(ctx context.Context, err error) bool {
+	if err == nil || ctx.Err() != nil {
+		return false
+	}
+	switch {
+	case errors.Is(err, nats.ErrDisconnected), errors.Is(err, nats.ErrConnectionReconnecting),
+		errors.Is(err, nats.ErrNoResponders), errors.Is(err, nats.ErrTimeout),
+		errors.Is(err, nats.ErrReconnectBufExceeded), errors.Is(err, nats.ErrSlowConsumer),
+		errors.Is(err, jetstream.ErrAsyncPublishTimeout), errors.Is(err, jetstream.ErrNoStreamResponse),
+		errors.Is(err, jetstream.ErrTooManyStalledMsgs), errors.Is(err, jetstream.ErrNoHeartbeat),
+		errors.Is(err, context.DeadlineExceeded): // a request's own timeout; ctx itself is live
+		return true
+	}
+	var apiErr *jetstream.APIError
+	// 503: JetStream temporarily unavailable (no leader, restarting). A
+	// full stream says 503 too, but stays full: refused at once.
+	return errors.As(err, &apiErr) && apiErr.Code == 503 && !broker.IsStoreFull(err) && !broker.IsResultExists(err)
+}
+
+// retrier retries one operation through transient errors until
+// Config.RetryFor has passed since its first failure.
+type retrier struct {
+	c       *Client
+	what    string
+	firstAt time.Time
+	tries   int
+}
+
+// again reports whether to try again after err (it waits retryWait first
+// when wait is set), or returns the error to give up with.
+func (r *retrier) again(ctx context.Context, err error, wait bool) error {
+	if !transient(ctx, err) {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return err
+	}
+	now := time.Now()
+	if r.firstAt.IsZero() {
+		r.firstAt = now
+	}
+	if now.Sub(r.firstAt) >= r.c.cfg.RetryFor {
+		return fmt.Errorf("%w: %s: still failing after %s (%d tries): %w", ErrBrokerUnavailable, r.what, r.c.cfg.RetryFor, r.tries+1, err)
+	}
+	r.tries++
+	if r.tries == 1 || r.tries%20 == 0 {
+		r.c.log.Warn().Err(err).Str("op", r.what).Int("try", r.tries).Msg("broker unavailable; retrying")
+	}
+	if wait {
+		t := time.NewTimer(retryWait)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+// retry runs fn until it succeeds, fails for good, or the broker has been
+// unavailable for Config.RetryFor.
+func retry[T any](ctx context.Context, c *Client, what string, fn func() (T, error)) (T, error) {
+	r := &retrier{c: c, what: what}
+	for {
+		v, err := fn()
+		if err == nil {
+			return v, nil
+		}
+		if gerr := r.again(ctx, err, true); gerr != nil {
+			return v, gerr
+		}
+	}
+}

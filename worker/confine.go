@@ -1,0 +1,62 @@
+package worker
+
+import (
+	"encoding/json"
+
+	"github.com/warrenhq/warren/messages"
+)
+
+// checkReply applies the reply rule to a decoded task: its events go to its
+// own batch's events or to an allowed inbox prefix, nowhere else. A task
+// that breaks it is refused like any invalid task.
+func (w *Worker) checkReply(t *messages.Task) error {
+	return messages.CheckReply(t, w.cfg.InboxPrefixes)
+}
+
+// replySubject is where t's events go: its reply when the rule allows it,
+// else its default event subject. Defense in depth: even a task that
+// slipped past checkReply cannot aim the worker's publisher elsewhere.
+func (w *Worker) replySubject(t *messages.Task) string {
+	if messages.CheckReply(t, w.cfg.InboxPrefixes) != nil {
+		return messages.EventSubject(t.Batch, t.ID)
+	}
+	return t.EffectiveReply()
+}
+
+// newEmitter makes the event publisher of one delivery of t.
+func (w *Worker) newEmitter(t *messages.Task, delivery int) *emitter {
+	return &emitter{
+		nc:      w.nc,
+		subject: w.replySubject(t),
+		base: messages.Event{
+			V: messages.Version, TaskID: t.ID, Batch: t.Batch,
+			Attempt: t.EffectiveAttempt(), Delivery: delivery, Host: w.cfg.HostID,
+		},
+		log: w.log,
+	}
+}
+
+// redactRefused is the payload a refused task is dead-lettered with: as
+// received, except that a task refused for carrying cleartext secrets has
+// their values removed, and its message is erased from TASKS (best effort:
+// the credentials may not allow it), so the worker makes no further copy.
+func (w *Worker) redactRefused(data []byte, merr *messages.Error, seq uint64) []byte {
+	if merr.Code != messages.CodeCleartextSecrets {
+		return data
+	}
+	w.eraseTask(seq)
+	var doc map[string]any
+	if json.Unmarshal(data, &doc) != nil {
+		return nil
+	}
+	if secrets, ok := doc["secrets"].(map[string]any); ok {
+		for k := range secrets {
+			secrets[k] = maskText
+		}
+	}
+	out, err := json.Marshal(doc)
+	if err != nil {
+		return nil
+	}
+	return out
+}
