@@ -110,7 +110,7 @@ func TestSubmitToFullStreamFailsFast(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	start := time.Now()
-	r := runClient(t, ctx, b.URL, tasksJSONL(200), "submit", "--batch", "full")
+	r := runClient(t, ctx, b.URL, tasksJSONL(200), "submit", "--batch", "full", "--queue-unserved")
 	require.Error(t, r.err)
 	require.Less(t, time.Since(start), 10*time.Second, "refused, not retried until a timeout")
 	require.ErrorContains(t, r.err, "stream WARREN_TASKS is full")
