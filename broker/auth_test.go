@@ -254,7 +254,8 @@ func TestAuthTenantsCannotTouchEachOther(t *testing.T) {
 			require.NoError(t, bob.nc.PublishRequest(subj, bob.nc.NewInbox(), nil))
 			bob.refused(t, subj)
 		}
-		require.NoError(t, broker.Setup(ctx10(t), admin.js, broker.StreamConfig{TaskMaxAge: 6 * 24 * time.Hour}), "the admin updates streams")
+		_, err := broker.Apply(ctx10(t), admin.js, broker.StreamConfig{MaxAge: map[string]time.Duration{messages.StreamTasks: 6 * 24 * time.Hour}}, false)
+		require.NoError(t, err, "the admin updates streams (warren setup)")
 		s, err := admin.js.Stream(ctx10(t), messages.StreamTasks)
 		require.NoError(t, err)
 		require.Equal(t, 6*24*time.Hour, s.CachedInfo().Config.MaxAge)

@@ -8,7 +8,8 @@
 //	WARREN_TASKS    warren.tasks.<pool>.<profile>.<batch> only (TaskSubjects);
 //	                Limits retention, so every task can be replayed until
 //	                MaxAge; Nats-Msg-Id dedup so a re-published task is not
-//	                queued twice within the duplicate window.
+//	                queued twice within the duplicate window; DiscardNew: a
+//	                full stream refuses new tasks, it never drops unrun ones.
 //	WARREN_RESULTS  one message per subject warren.results.<batch>.<attempt>.<id>
 //	                (MaxMsgsPerSubject 1 + DiscardNewPerSubject): the broker
 //	                itself refuses a second result for the same task attempt.
@@ -22,8 +23,21 @@
 //	warren_outputs  object store: result outputs too large for a message.
 //
 // Workers of a pool share one durable pull consumer per profile
-// (messages.ConsumerName). Setup functions use create-or-update, so every
-// process may call them at start without coordination.
+// (messages.ConsumerName), created or updated by the workers themselves
+// (their flags own AckWait and MaxDeliver); its replicas follow the
+// stream's.
+//
+// Setup is owned: [Apply] (`warren setup`) creates and updates streams and
+// buckets, printing a [Change] per field. [Setup], which every process
+// calls at start, only creates what is missing (replicas from
+// StreamConfig.Replicas, WARREN_REPLICAS, else min(3, [ClusterSize])) and
+// checks the guarantee fields of the rest (fields.go), returning an
+// *[IncompatibleError] that names stream, field, have and want. Tunables
+// (replicas, max age, max bytes, placement, anything not compared) belong
+// to the operator. resources.go is the table of streams and buckets.
+//
+// An embedded [Server] can join a cluster of embedded servers
+// (Config.Cluster): brokertest.StartCluster runs three on loopback.
 //
 // # Authentication
 //
@@ -44,11 +58,22 @@
 // connections within Config.ReadyTimeout; the JetStream file store in
 // Config.DataDir survives restarts, so a broker stopped mid-batch resumes
 // where it was. Setup errors are returned wrapped with the resource name;
-// Setup leaves streams that already match alone, so roles that may only
-// read stream info can call it. An auth config that fails to load on
-// reload is logged and the running one kept.
+// Setup creates what is missing and only reads what exists, so roles that
+// may only read stream info can call it. An auth config that fails to load
+// on reload is logged and the running one kept. A publish refused by a full
+// stream is [IsStoreFull] (never [IsResultExists], which shares its error
+// code); [ExplainPublish] turns it into a *[StoreFullError] naming the
+// stream and `warren setup --max-bytes`. On a cluster a delivery lost with
+// a node (sent by a dying consumer leader) comes back after the consumer's
+// AckWait, 10s by default: that bounds the longest stall of a batch through
+// a node failure.
 //
 // # Limits
+//
+// Byte limits per stream and bucket: [DefaultMaxBytes]. WARREN_TASKS's
+// MaxMsgSize is [MaxTaskMsgBytes] (messages.MaxTaskBytes plus headers), a
+// tunable: the scheduler refuses a task over it or over the server's
+// max_payload at submit, naming which. Replicas at most 5.
 //
 // See docs/security.md, "The bus": workers are trusted by the tenants they
 // serve, pulls are not confined per pool, tenants see stream metadata and

@@ -2,22 +2,71 @@ package broker
 
 import (
 	"errors"
+	"fmt"
+	"strings"
 
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// jsErrCodeMaxMsgsPerSubject is the JetStream API error code the server
-// returns when DiscardNewPerSubject refuses a message (JSStreamStoreFailedF
-// carries the text; the stable part is the code).
-const jsErrCodeMaxMsgsPerSubject = 10077
+// jsErrCodeStoreFailed is the JetStream API error code the server returns
+// when a stream refuses a message by a DiscardNew limit
+// (JSStreamStoreFailedF). The description tells which limit: the code is
+// the same for "maximum messages per subject exceeded" (one result per
+// attempt) and "maximum bytes exceeded" (the stream is full).
+const jsErrCodeStoreFailed = 10077
+
+// Descriptions the server gives for the DiscardNew limits (server/store.go).
+const (
+	descMaxMsgsPerSubject = "maximum messages per subject exceeded"
+	descMaxBytes          = "maximum bytes exceeded"
+	descMaxMsgs           = "maximum messages exceeded"
+)
+
+func storeFailed(err error, desc ...string) bool {
+	var apiErr *jetstream.APIError
+	if !errors.As(err, &apiErr) || apiErr.ErrorCode != jsErrCodeStoreFailed {
+		return false
+	}
+	for _, d := range desc {
+		if strings.Contains(apiErr.Description, d) {
+			return true
+		}
+	}
+	return false
+}
 
 // IsResultExists reports whether a publish to RESULTS was refused because a
 // result for that task attempt is already stored: the one-result rule doing
-// its job, which a worker treats as success.
+// its job, which a worker treats as success. A full RESULTS stream is not
+// that (see IsStoreFull).
 func IsResultExists(err error) bool {
-	var apiErr *jetstream.APIError
-	if errors.As(err, &apiErr) {
-		return apiErr.ErrorCode == jsErrCodeMaxMsgsPerSubject
+	return storeFailed(err, descMaxMsgsPerSubject)
+}
+
+// IsStoreFull reports whether a publish was refused because the stream
+// reached its byte or message limit.
+func IsStoreFull(err error) bool {
+	return storeFailed(err, descMaxBytes, descMaxMsgs)
+}
+
+// StoreFullError is a publish a full stream refused. Nothing was stored;
+// publishing again after space is freed (or the limit raised) is safe.
+type StoreFullError struct {
+	Stream string
+	Err    error
+}
+
+func (e *StoreFullError) Error() string {
+	return fmt.Sprintf("stream %s is full (%v): nothing more is stored until old messages age out; raise its limit with `warren setup --max-bytes %s=SIZE`, or free space (results of finished batches: `nats stream purge`)", e.Stream, e.Err, e.Stream)
+}
+
+func (e *StoreFullError) Unwrap() error { return e.Err }
+
+// ExplainPublish turns a publish error to stream into a *StoreFullError
+// when the stream is full, and returns any other error as it is.
+func ExplainPublish(stream string, err error) error {
+	if err != nil && IsStoreFull(err) {
+		return &StoreFullError{Stream: stream, Err: err}
 	}
-	return false
+	return err
 }

@@ -17,6 +17,11 @@ import (
 type Config struct {
 	// DataDir holds the JetStream file store. Required.
 	DataDir string
+	// Name is the server's name, unique in a cluster. Defaults to "warren".
+	Name string
+	// Cluster joins the server to a cluster of embedded brokers (tests,
+	// the cluster benchmark). Defaults to none: a single server.
+	Cluster *ClusterConfig
 	// Host to listen on. Defaults to 127.0.0.1.
 	Host string
 	// Port to listen on; -1 picks a free port. Defaults to 4222.
@@ -48,11 +53,24 @@ type Config struct {
 	ReloadInterval time.Duration
 }
 
+// ClusterConfig places an embedded broker in a JetStream cluster.
+type ClusterConfig struct {
+	// Name of the cluster; every node has the same. Required.
+	Name string
+	// Host and Port the cluster (route) listener binds. Required: a node
+	// restarted must be found where its peers' routes point.
+	Host string
+	Port int
+	// Routes are the other nodes' route URLs (nats-route://host:port).
+	Routes []string
+}
+
 // DefaultPort is where `warren broker` and `warren up` listen and where
 // clients look for a local broker.
 const DefaultPort = 4222
 
 func (c Config) withDefaults() Config {
+	c.Name = cmp.Or(c.Name, "warren")
 	c.Host = cmp.Or(c.Host, "127.0.0.1")
 	c.Port = cmp.Or(c.Port, DefaultPort)
 	c.MaxPayload = cmp.Or(c.MaxPayload, 8<<20)
@@ -70,6 +88,9 @@ func (c Config) validate() error {
 	}
 	if (c.TLS.Cert == "") != (c.TLS.Key == "") {
 		return errors.New("broker config: TLS.Cert and TLS.Key go together (--tls-cert and --tls-key)")
+	}
+	if cl := c.Cluster; cl != nil && (cl.Name == "" || cl.Port <= 0 || cl.Port > 65535) {
+		return fmt.Errorf("broker config: Cluster needs a Name and a fixed Port, got %q and %d", cl.Name, cl.Port)
 	}
 	return nil
 }
@@ -129,6 +150,7 @@ func (s *Server) Start(ctx context.Context) error {
 	}
 	return nil
 }
+
 
 // ClientURL is the URL other processes connect to ("" with DontListen).
 func (s *Server) ClientURL() string {

@@ -1,10 +1,12 @@
 package broker
 
 import (
+	"cmp"
 	"crypto/tls"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -21,12 +23,16 @@ func (s *Server) options() (*server.Options, error) {
 		}
 		opts = o
 	}
-	opts.ServerName = "warren"
+	opts.ServerName = s.cfg.Name
 	opts.Host, opts.Port, opts.DontListen = s.cfg.Host, s.cfg.Port, s.cfg.DontListen
 	opts.JetStream = true
 	opts.StoreDir = filepath.Join(s.cfg.DataDir, "jetstream")
 	opts.MaxPayload = s.cfg.MaxPayload
 	opts.NoSigs, opts.NoLog = true, true
+	if cl := s.cfg.Cluster; cl != nil {
+		opts.Cluster = server.ClusterOpts{Name: cl.Name, Host: cmp.Or(cl.Host, s.cfg.Host), Port: cl.Port}
+		opts.Routes = server.RoutesFromStr(strings.Join(cl.Routes, ","))
+	}
 	if s.cfg.TLS.Cert != "" {
 		tc, err := server.GenTLSConfig(&server.TLSConfigOpts{CertFile: s.cfg.TLS.Cert, KeyFile: s.cfg.TLS.Key, Timeout: 5})
 		if err != nil {

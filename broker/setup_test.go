@@ -91,16 +91,25 @@ func TestRestartKeepsStore(t *testing.T) {
 // The tasks stream stores only warren.tasks.<pool>.<profile>.<batch>: a
 // task missing its batch token (or with extra tokens) is refused at once
 // instead of being stored for days and never consumed. An existing stream
-// with the old catch-all subject is narrowed by Setup.
+// with the old catch-all subject is refused by Setup (every process) and
+// narrowed by Apply (`warren setup`).
 func TestTasksStreamTakesOnlyWellFormedSubjects(t *testing.T) {
 	b := brokertest.Start(t, brokertest.Options{})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	_, err := b.JS.UpdateStream(ctx, jetstream.StreamConfig{Name: messages.StreamTasks, Subjects: []string{"warren.tasks.>"},
-		Duplicates: 10 * time.Minute, MaxAge: 7 * 24 * time.Hour, AllowDirect: true})
-	require.NoError(t, err, "the layout of an older deployment")
-	require.NoError(t, broker.Setup(ctx, b.JS, broker.StreamConfig{}))
 	s, err := b.JS.Stream(ctx, messages.StreamTasks)
+	require.NoError(t, err)
+	old := s.CachedInfo().Config
+	old.Subjects = []string{"warren.tasks.>"}
+	_, err = b.JS.UpdateStream(ctx, old)
+	require.NoError(t, err, "the layout of an older deployment")
+	var inc *broker.IncompatibleError
+	require.ErrorAs(t, broker.Setup(ctx, b.JS, broker.StreamConfig{}), &inc)
+	require.Equal(t, "subjects", inc.Changes[0].Field)
+	_, err = broker.Apply(ctx, b.JS, broker.StreamConfig{}, false)
+	require.NoError(t, err)
+	require.NoError(t, broker.Setup(ctx, b.JS, broker.StreamConfig{}))
+	s, err = b.JS.Stream(ctx, messages.StreamTasks)
 	require.NoError(t, err)
 	require.Equal(t, []string{"warren.tasks.*.*.*", "warren.tasks.*.*.*.*"}, s.CachedInfo().Config.Subjects)
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/warrenhq/warren/broker"
 	"github.com/warrenhq/warren/messages"
 )
 
@@ -171,7 +172,7 @@ func (c *Client) publishAll(ctx context.Context, msgs []*nats.Msg) (stored, dups
 				// at once and waits before the next try.
 				wait := !errors.Is(perr, jetstream.ErrAsyncPublishTimeout)
 				if gerr := p.r.again(ctx, perr, wait); gerr != nil {
-					return fmt.Errorf("scheduler: publish task %s: %w", p.msg.Header.Get(messages.HeaderMsgID), gerr)
+					return fmt.Errorf("scheduler: publish task %s: %w", p.msg.Header.Get(messages.HeaderMsgID), broker.ExplainPublish(messages.StreamTasks, gerr))
 				}
 				c.log.Debug().Err(perr).Str("msg_id", p.msg.Header.Get(messages.HeaderMsgID)).Int("try", p.r.tries).Msg("re-publishing task")
 				if err := send(p); err != nil {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/warrenhq/warren/broker"
 )
 
 // ErrBrokerUnavailable: the broker stayed unavailable (unreachable,
@@ -36,8 +37,9 @@ func transient(ctx context.Context, err error) bool {
 		return true
 	}
 	var apiErr *jetstream.APIError
-	// 503: JetStream temporarily unavailable (no leader, restarting).
-	return errors.As(err, &apiErr) && apiErr.Code == 503
+	// 503: JetStream temporarily unavailable (no leader, restarting). A
+	// full stream says 503 too, but stays full: refused at once.
+	return errors.As(err, &apiErr) && apiErr.Code == 503 && !broker.IsStoreFull(err) && !broker.IsResultExists(err)
 }
 
 // retrier retries one operation through transient errors until

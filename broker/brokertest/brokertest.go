@@ -80,10 +80,5 @@ func (b *Broker) Restart(t testing.TB, o Options) {
 // Dial opens another client connection to b, closed in t.Cleanup.
 func (b *Broker) Dial(t testing.TB, name string) (*nats.Conn, jetstream.JetStream) {
 	t.Helper()
-	nc, err := broker.Connect(context.Background(), b.URL, name)
-	require.NoError(t, err)
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	require.NoError(t, err)
-	return nc, js
+	return DialURL(t, b.URL, name)
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/nats-io/nats.go"
@@ -14,6 +15,32 @@ type brokerFlags struct {
 	TLSCert        string `name:"tls-cert" help:"Serve TLS with this PEM certificate (chain) instead of the auth directory's." type:"path"`
 	TLSKey         string `name:"tls-key" help:"PEM private key of --tls-cert." type:"path"`
 	InsecureNoAuth bool   `name:"insecure-no-auth" help:"Listen beyond loopback without authentication or TLS: anyone who reaches the port can run code on every worker. Only on a network you trust completely."`
+	// A cluster node: see deploy/README.md.
+	Name          string   `name:"name" env:"WARREN_BROKER_NAME" help:"Server name, unique in a cluster (default: warren)."`
+	Cluster       string   `name:"cluster" env:"WARREN_CLUSTER" help:"Join a JetStream cluster of this name (with --cluster-listen and --routes)."`
+	ClusterListen string   `name:"cluster-listen" env:"WARREN_CLUSTER_LISTEN" help:"Address the cluster (route) listener binds, e.g. 0.0.0.0:6222." default:"0.0.0.0:6222"`
+	Routes        []string `name:"routes" env:"WARREN_ROUTES" help:"Route URLs of the cluster's nodes (this one may be listed), e.g. nats-route://broker-1:6222. Repeatable or comma separated."`
+}
+
+// cluster is the cluster configuration the flags ask for, or nil.
+func (f *brokerFlags) cluster() (*broker.ClusterConfig, error) {
+	if f.Cluster == "" {
+		if len(f.Routes) > 0 {
+			return nil, fmt.Errorf("--routes needs --cluster NAME")
+		}
+		return nil, nil
+	}
+	if f.Name == "" {
+		return nil, fmt.Errorf("--cluster needs --name: every node of a cluster has its own")
+	}
+	if len(f.Routes) == 0 {
+		return nil, fmt.Errorf("--cluster needs --routes: the other nodes' nats-route://host:port")
+	}
+	host, port, err := splitHostPort(f.ClusterListen)
+	if err != nil {
+		return nil, fmt.Errorf("--cluster-listen: %w", err)
+	}
+	return &broker.ClusterConfig{Name: f.Cluster, Host: host, Port: port, Routes: f.Routes}, nil
 }
 
 // start runs the broker, sets up the streams and records the broker's
@@ -39,7 +66,11 @@ func (f *brokerFlags) startServer(g *globals) (*broker.Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg := broker.Config{DataDir: g.DataDir, Host: host, Port: port, Logger: g.Log, TLS: broker.TLSFiles{Cert: f.TLSCert, Key: f.TLSKey}}
+	cl, err := f.cluster()
+	if err != nil {
+		return nil, err
+	}
+	cfg := broker.Config{DataDir: g.DataDir, Host: host, Port: port, Name: f.Name, Cluster: cl, Logger: g.Log, TLS: broker.TLSFiles{Cert: f.TLSCert, Key: f.TLSKey}}
 	var auth *broker.AuthDir
 	if f.AuthDir != "" {
 		if auth, err = broker.OpenAuthDir(f.AuthDir); err != nil {
@@ -57,6 +88,11 @@ func (f *brokerFlags) startServer(g *globals) (*broker.Server, error) {
 	if err := srv.Start(g.Ctx); err != nil {
 		return nil, err
 	}
+	if cl != nil {
+		// A node alone has no JetStream meta leader until its peers are
+		// up: workers, clients and `warren setup` create the streams.
+		return srv, nil
+	}
 	nc, err := f.connect(srv, broker.AdminCreds)
 	if err != nil {
 		srv.Stop()
@@ -64,6 +100,13 @@ func (f *brokerFlags) startServer(g *globals) (*broker.Server, error) {
 	}
 	defer nc.Close()
 	if err := setupStreams(g.Ctx, nc); err != nil {
+		// Incompatible streams: serve anyway, so `warren setup --nats`
+		// can fix them; workers and clients refuse until then.
+		var inc *broker.IncompatibleError
+		if errors.As(err, &inc) {
+			g.Log.Warn().Err(err).Msg("serving, but workers and clients will refuse these streams until `warren setup`")
+			return srv, nil
+		}
 		srv.Stop()
 		return nil, err
 	}

@@ -37,40 +37,15 @@ func (s *session) Close() {
 // command's duration. With needWorker, an embedded broker also gets an
 // in-process worker, so work submitted to it runs.
 func (g *globals) open(ctx context.Context, name string, needWorker bool) (*session, error) {
-	url, rec, err := g.target()
+	s, err := g.connect(ctx, name)
 	if err != nil {
 		return nil, err
-	}
-	if url != "" {
-		return g.dialChecked(ctx, url, name, rec)
-	}
-	if g.Creds != "" {
-		return nil, fmt.Errorf("--creds is for an authenticated broker, and none was named: pass --nats (or WARREN_NATS_URL)")
-	}
-	s := &session{}
-	{
-		srv, err := broker.NewServer(broker.Config{DataDir: g.DataDir, DontListen: true, Logger: g.Log.Level(max(g.Log.GetLevel(), zerolog.WarnLevel))})
-		if err != nil {
-			return nil, err
-		}
-		if err := srv.Start(ctx); err != nil {
-			return nil, err
-		}
-		s.closers = append(s.closers, srv.Stop)
-		nc, err := srv.Connect(nats.Name(name))
-		if err != nil {
-			s.Close()
-			return nil, err
-		}
-		s.closers = append(s.closers, nc.Close)
-		s.NC, s.Embedded = nc, true
-		g.Log.Debug().Str("data_dir", g.DataDir).Msg("no broker reachable: using an embedded one")
 	}
 	if err := s.init(ctx); err != nil {
 		s.Close()
 		return nil, err
 	}
-	if needWorker {
+	if needWorker && s.Embedded {
 		if err := g.startLocalWorker(ctx, s); err != nil {
 			s.Close()
 			return nil, err
@@ -79,9 +54,56 @@ func (g *globals) open(ctx context.Context, name string, needWorker bool) (*sess
 	return s, nil
 }
 
-// dialChecked connects to the broker at url, with the --creds and --tls-ca
-// given, which must be the server of rec when one is given.
+// connect finds the broker as open does, without setting anything up
+// (`warren setup` must reach streams that Setup would refuse).
+func (g *globals) connect(ctx context.Context, name string) (*session, error) {
+	url, rec, err := g.target()
+	if err != nil {
+		return nil, err
+	}
+	if url != "" {
+		return g.dialRecorded(ctx, url, name, rec)
+	}
+	if g.Creds != "" {
+		return nil, fmt.Errorf("--creds is for an authenticated broker, and none was named: pass --nats (or WARREN_NATS_URL)")
+	}
+	s := &session{}
+	srv, err := broker.NewServer(broker.Config{DataDir: g.DataDir, DontListen: true, Logger: g.Log.Level(max(g.Log.GetLevel(), zerolog.WarnLevel))})
+	if err != nil {
+		return nil, err
+	}
+	if err := srv.Start(ctx); err != nil {
+		return nil, err
+	}
+	s.closers = append(s.closers, srv.Stop)
+	nc, err := srv.Connect(nats.Name(name))
+	if err != nil {
+		s.Close()
+		return nil, err
+	}
+	s.closers = append(s.closers, nc.Close)
+	s.NC, s.Embedded = nc, true
+	g.Log.Debug().Str("data_dir", g.DataDir).Msg("no broker reachable: using an embedded one")
+	return s, nil
+}
+
+// dialChecked connects to the broker at url, which must be the server of
+// rec when one is given, and sets up the streams.
 func (g *globals) dialChecked(ctx context.Context, url, name string, rec *brokerRecord) (*session, error) {
+	s, err := g.dialRecorded(ctx, url, name, rec)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.init(ctx); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// dialRecorded connects to the broker at url, which must be the server of
+// rec when one is given.
+func (g *globals) dialRecorded(ctx context.Context, url, name string, rec *brokerRecord) (*session, error) {
 	opts, creds, err := g.clientAuth()
 	if err != nil {
 		return nil, err
@@ -92,10 +114,6 @@ func (g *globals) dialChecked(ctx context.Context, url, name string, rec *broker
 	}
 	s := &session{NC: nc, Creds: creds, closers: []func(){nc.Close}}
 	if err := checkRecorded(nc, rec, g.DataDir); err != nil {
-		s.Close()
-		return nil, err
-	}
-	if err := s.init(ctx); err != nil {
 		s.Close()
 		return nil, err
 	}
@@ -121,7 +139,9 @@ func (s *session) init(ctx context.Context) error {
 	return setupStreams(ctx, s.NC)
 }
 
-// setupStreams makes sure every stream and bucket exists (idempotent).
+// setupStreams creates the streams and buckets that are missing and checks
+// the others are compatible; it changes nothing an operator set (that is
+// `warren setup`'s job).
 func setupStreams(ctx context.Context, nc *nats.Conn) error {
 	js, err := jetstream.New(nc)
 	if err != nil {

@@ -85,6 +85,7 @@ type cli struct {
 	Up     upCmd     `cmd:"" help:"Run an embedded broker and a worker in one process: Warren on one machine, no setup."`
 	Broker brokerCmd `cmd:"" help:"Run an embedded NATS broker with JetStream that workers and clients connect to."`
 	Worker workerCmd `cmd:"" help:"Run a worker: pull tasks for free sandbox slots and run them."`
+	Setup  setupCmd  `cmd:"" help:"(admin) Create or update Warren's streams and buckets: replicas, limits; prints each change."`
 
 	Submit  submitCmd  `cmd:"" help:"Publish a JSONL batch of tasks exactly once; prints the batch id."`
 	Results resultsCmd `cmd:"" help:"Print a batch's results as JSONL (one object per task), waiting for all of them."`

@@ -30,6 +30,7 @@ type clientCLI struct {
 	Replay  replayCmd  `cmd:""`
 	Hosts   hostsCmd   `cmd:""`
 	Exec    execCmd    `cmd:""`
+	Setup   setupCmd   `cmd:""`
 }
 
 type cliRun struct {

@@ -1,0 +1,208 @@
+package brokertest
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/require"
+	"github.com/warrenhq/warren/broker"
+)
+
+// Cluster is a JetStream cluster of embedded brokers on loopback, each with
+// a file store in its own temporary directory. Nodes can be killed and
+// restarted on the same ports and store, as a real node would be.
+type Cluster struct {
+	t     testing.TB
+	mu    sync.Mutex
+	nodes []*node
+}
+
+type node struct {
+	cfg broker.Config
+	url string
+	srv *broker.Server // nil while down
+}
+
+// StartCluster runs n clustered brokers and waits until JetStream has a
+// meta leader. Everything is stopped in t.Cleanup.
+func StartCluster(t testing.TB, n int) *Cluster {
+	t.Helper()
+	clientPorts, routePorts := FreePorts(t, n), FreePorts(t, n)
+	routes := make([]string, n)
+	for i := range n {
+		routes[i] = fmt.Sprintf("nats-route://127.0.0.1:%d", routePorts[i])
+	}
+	c := &Cluster{t: t}
+	for i := range n {
+		c.nodes = append(c.nodes, &node{
+			url: fmt.Sprintf("nats://127.0.0.1:%d", clientPorts[i]),
+			cfg: broker.Config{
+				DataDir: t.TempDir(),
+				Name:    fmt.Sprintf("n%d", i+1),
+				Port:    clientPorts[i],
+				Cluster: &broker.ClusterConfig{Name: "warren-test", Port: routePorts[i], Routes: routes},
+			},
+		})
+	}
+	t.Cleanup(func() {
+		for i := range c.nodes {
+			c.Kill(i)
+		}
+	})
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for i := range n { // together: a node waits for its peers' routes
+		wg.Go(func() { errs[i] = c.start(i) })
+	}
+	wg.Wait()
+	for _, err := range errs {
+		require.NoError(t, err)
+	}
+	c.WaitReady()
+	return c
+}
+
+// FreePorts finds n free TCP ports on loopback, held open until all are
+// found so none is handed out twice.
+func FreePorts(t testing.TB, n int) []int {
+	t.Helper()
+	var ports []int
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		defer l.Close()
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports
+}
+
+func (c *Cluster) start(i int) error {
+	srv, err := broker.NewServer(c.nodes[i].cfg)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := srv.Start(ctx); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	c.nodes[i].srv = srv
+	c.mu.Unlock()
+	return nil
+}
+
+// Size is the number of nodes.
+func (c *Cluster) Size() int { return len(c.nodes) }
+
+// URL lists every node's client URL, comma separated, for nats.Connect.
+func (c *Cluster) URL() string {
+	urls := make([]string, len(c.nodes))
+	for i, n := range c.nodes {
+		urls[i] = n.url
+	}
+	return strings.Join(urls, ",")
+}
+
+// NodeURL is node i's client URL.
+func (c *Cluster) NodeURL(i int) string { return c.nodes[i].url }
+
+// Name is node i's server name (as stream cluster info names leaders).
+func (c *Cluster) Name(i int) string { return c.nodes[i].cfg.Name }
+
+// Index is the index of the node named name, or -1.
+func (c *Cluster) Index(name string) int {
+	for i, n := range c.nodes {
+		if n.cfg.Name == name {
+			return i
+		}
+	}
+	return -1
+}
+
+// Kill stops node i (no-op when it is down).
+func (c *Cluster) Kill(i int) {
+	c.mu.Lock()
+	srv := c.nodes[i].srv
+	c.nodes[i].srv = nil
+	c.mu.Unlock()
+	if srv != nil {
+		srv.Stop()
+	}
+}
+
+// Restart starts node i again on its ports and store.
+func (c *Cluster) Restart(i int) {
+	c.t.Helper()
+	require.NoError(c.t, c.start(i))
+}
+
+// WaitReady polls until the cluster's JetStream answers API requests (a
+// meta leader is elected), for up to 30s.
+func (c *Cluster) WaitReady() {
+	c.t.Helper()
+	_, js := c.Dial(c.t, "brokertest-ready")
+	WaitJetStream(c.t, js)
+}
+
+// WaitJetStream polls until JetStream answers js's API requests, for up
+// to 30s. A clustered server answers nothing until a meta leader is
+// elected, so each try has its own short timeout.
+func WaitJetStream(t testing.TB, js jetstream.JetStream) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_, err := js.AccountInfo(ctx)
+		return err == nil
+	}, 30*time.Second, 100*time.Millisecond, "JetStream has no meta leader")
+}
+
+// Dial connects to the cluster (any node, reconnecting to the others),
+// closed in t.Cleanup.
+func (c *Cluster) Dial(t testing.TB, name string) (*nats.Conn, jetstream.JetStream) {
+	t.Helper()
+	return DialURL(t, c.URL(), name)
+}
+
+// DialNode connects to node i only first (reconnects go to the others).
+func (c *Cluster) DialNode(t testing.TB, i int, name string) (*nats.Conn, jetstream.JetStream) {
+	t.Helper()
+	return DialURL(t, c.nodes[i].url, name, nats.DontRandomize())
+}
+
+// DialURL connects to the broker(s) at url, closed in t.Cleanup.
+func DialURL(t testing.TB, url, name string, opts ...nats.Option) (*nats.Conn, jetstream.JetStream) {
+	t.Helper()
+	nc, err := broker.Connect(context.Background(), url, name, opts...)
+	require.NoError(t, err)
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	require.NoError(t, err)
+	return nc, js
+}
+
+// StreamLeader is the index of the node leading stream, polling up to 30s
+// for one to be elected.
+func (c *Cluster) StreamLeader(js jetstream.JetStream, stream string) int {
+	c.t.Helper()
+	leader := -1
+	require.Eventually(c.t, func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		s, err := js.Stream(ctx, stream)
+		if err != nil || s.CachedInfo().Cluster == nil {
+			return false
+		}
+		leader = c.Index(s.CachedInfo().Cluster.Leader)
+		return leader >= 0
+	}, 30*time.Second, 100*time.Millisecond, "stream %s has no leader", stream)
+	return leader
+}
