@@ -209,3 +209,20 @@ func EnsureConsumer(ctx context.Context, js jetstream.JetStream, pool, profile s
 	}
 	return cons, nil
 }
+
+// Missing lists, by name, the streams, buckets and object stores Warren
+// owns that the server does not have (yet): empty once Setup or `warren
+// setup` has run to its end.
+func Missing(ctx context.Context, js jetstream.JetStream) ([]string, error) {
+	var missing []string
+	for _, r := range resources(StreamConfig{}) {
+		_, err := js.Stream(ctx, r.streamName())
+		switch {
+		case errors.Is(err, jetstream.ErrStreamNotFound):
+			missing = append(missing, r.name())
+		case err != nil:
+			return nil, fmt.Errorf("broker: look up %s %s: %w", r.kind(), r.name(), err)
+		}
+	}
+	return missing, nil
+}

@@ -125,3 +125,17 @@ func TestTasksStreamTakesOnlyWellFormedSubjects(t *testing.T) {
 	require.NoError(t, err)
 	require.EqualValues(t, 2, info.State.Msgs)
 }
+
+func TestMissingListsWhatSetupCreates(t *testing.T) {
+	b := brokertest.Start(t, brokertest.Options{NoSetup: true})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	missing, err := broker.Missing(ctx, b.JS)
+	require.NoError(t, err)
+	require.Contains(t, missing, messages.StreamTasks)
+	require.Contains(t, missing, messages.BucketOutputs)
+	require.NoError(t, broker.Setup(ctx, b.JS, broker.StreamConfig{}))
+	missing, err = broker.Missing(ctx, b.JS)
+	require.NoError(t, err)
+	require.Empty(t, missing)
+}

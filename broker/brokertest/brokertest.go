@@ -31,6 +31,9 @@ type Options struct {
 	// MaxPayload is the server's max_payload; defaults to the broker's
 	// (8 MiB). 1<<20 is a stock nats-server's.
 	MaxPayload int32
+	// NoSetup leaves the server without Warren's streams. Defaults to
+	// false (Setup runs).
+	NoSetup bool
 }
 
 // Start runs an embedded broker listening on a free loopback port, sets up
@@ -54,7 +57,9 @@ func Start(t testing.TB, o Options) *Broker {
 	t.Cleanup(nc.Close)
 	js, err := jetstream.New(nc)
 	require.NoError(t, err)
-	require.NoError(t, broker.Setup(ctx, js, o.Streams))
+	if !o.NoSetup {
+		require.NoError(t, broker.Setup(ctx, js, o.Streams))
+	}
 	return &Broker{Server: srv, Conn: nc, JS: js, URL: srv.ClientURL(), Dir: o.Dir}
 }
 

@@ -254,6 +254,6 @@ func streamsReady(ctx context.Context, url string, opts ...nats.Option) bool {
 	if err != nil {
 		return false
 	}
-	_, err = js.KeyValue(ctx, messages.BucketBatches)
-	return err == nil
+	missing, err := broker.Missing(ctx, js)
+	return err == nil && len(missing) == 0
 }
