@@ -74,4 +74,9 @@ const (
 	ReasonOutOfMemory       Reason = "out_of_memory"
 	ReasonCrash             Reason = "crash"
 	ReasonSandboxError      Reason = "sandbox_error"
+	// ReasonDisallowedCommand: the proof uses a command the profile's
+	// host_io policy forbids (host file I/O, load path or plugin changes,
+	// code run at elaboration in Lean), or its compile wrote files beyond
+	// its own outputs. The messages name each command and its line.
+	ReasonDisallowedCommand Reason = "disallowed_command"
 )
