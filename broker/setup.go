@@ -90,6 +90,7 @@ func Setup(ctx context.Context, js jetstream.JetStream, c StreamConfig) error {
 		{Bucket: messages.BucketHosts, Description: "Warren host registry", TTL: c.HostTTL, History: 1, Storage: c.Storage, Replicas: c.Replicas},
 		{Bucket: messages.BucketCancel, Description: "Warren cancelled batches and tasks", TTL: c.ResultMaxAge, History: 1, Storage: c.Storage, Replicas: c.Replicas},
 		{Bucket: messages.BucketBatches, Description: "Warren batch manifests: task counts per attempt", TTL: c.TaskMaxAge, History: 1, Storage: c.Storage, Replicas: c.Replicas},
+		{Bucket: messages.BucketVerdicts, Description: "Warren verdict cache: decided verdicts by content hash", TTL: c.ResultMaxAge, History: 1, Storage: c.Storage, Replicas: c.Replicas},
 	}
 	for _, kc := range buckets {
 		if _, err := js.CreateOrUpdateKeyValue(ctx, kc); err != nil {

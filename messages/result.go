@@ -58,6 +58,18 @@ type Verdict struct {
 	// audit reported them.
 	Axioms   []string `json:"axioms,omitempty"`
 	Messages string   `json:"messages,omitempty"` // the checker's own output, for humans
+	// Toolchain fingerprints the checker that decided: profile kind, the
+	// checker binaries' contents and the settings that change a verdict,
+	// e.g. "coq:3f2a…". Verdicts with different toolchains are not
+	// comparable.
+	Toolchain string `json:"toolchain,omitempty"`
+	// Cached: the verdict was not decided by this check but read from the
+	// verdict cache (an identical proof, statement, header, theorem,
+	// toolchain, checker version and policy was decided before).
+	Cached bool `json:"cached,omitempty"`
+	// FirstDecidedAt is when a cached verdict was decided; zero when not
+	// cached.
+	FirstDecidedAt time.Time `json:"first_decided_at,omitzero"`
 }
 
 // Reason is why a proof was rejected: a fixed set.

@@ -33,7 +33,7 @@ func BenchmarkCoqSystem(b *testing.B) {
 	ps := testProfiles(b)
 	const par = 2
 	n := len(cases) * 2
-	svc, skipped := NewService(newTestChecker(b), ps)
+	svc, skipped := NewService(newTestChecker(b), ps, nil)
 	require.Empty(b, skipped)
 	br := brokertest.Start(b, brokertest.Options{})
 	nc, _ := br.Dial(b, "bench-worker")

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/warrenhq/warren/messages"
 	"github.com/warrenhq/warren/sandbox"
 	"github.com/warrenhq/warren/verify"
@@ -25,6 +26,7 @@ type workerFlags struct {
 	HostID              string        `name:"host-id" help:"Name of this host in results and the registry (default: hostname-pid)."`
 	ScratchRoot         string        `name:"scratch-root" help:"Directory for per-task scratch dirs (default: $TMPDIR/warren-sandboxes)."`
 	VerifyProfiles      string        `name:"verify-profiles" help:"Verify profiles file (see deploy/profiles.yaml). Defaults to the built-in coq profiles. Profiles whose checker is not installed are not offered." type:"path"`
+	NoVerdictCache      bool          `name:"no-verdict-cache" help:"Check every proof, never answering one from the shared verdict cache (bucket warren_verdicts)."`
 	DrainTimeout        time.Duration `name:"drain-timeout" help:"On the first SIGTERM/SIGINT, how long running tasks may finish before they are cancelled and handed back to the queue." default:"5m"`
 
 	pullWait time.Duration   // shorter for a client's short-lived in-process worker
@@ -59,7 +61,7 @@ func (f *workerFlags) buildWorker(ctx context.Context, g *globals, nc *nats.Conn
 	if iso == sandbox.IsolationNone {
 		g.Log.Warn().Msg("INSECURE: tasks run without isolation (--insecure-no-isolation)")
 	}
-	verifier, err := f.buildVerifier(g)
+	verifier, err := f.buildVerifier(g, nc)
 	if err != nil {
 		return nil, err
 	}
@@ -78,7 +80,7 @@ func (f *workerFlags) buildWorker(ctx context.Context, g *globals, nc *nats.Conn
 }
 
 // buildVerifier loads the verify profiles and offers those installed here.
-func (f *workerFlags) buildVerifier(g *globals) (worker.Verifier, error) {
+func (f *workerFlags) buildVerifier(g *globals, nc *nats.Conn) (worker.Verifier, error) {
 	var ps *verify.Profiles
 	var err error
 	if f.VerifyProfiles != "" {
@@ -93,7 +95,15 @@ func (f *workerFlags) buildVerifier(g *globals) (worker.Verifier, error) {
 	if err != nil {
 		return nil, err
 	}
-	svc, skipped := verify.NewService(checker, ps)
+	var cache verify.VerdictCache
+	if !f.NoVerdictCache {
+		js, err := jetstream.New(nc)
+		if err != nil {
+			return nil, err
+		}
+		cache = verify.NewKVCache(js)
+	}
+	svc, skipped := verify.NewService(checker, ps, cache)
 	for name, why := range skipped {
 		g.Log.Info().Str("profile", name).Str("reason", why.Error()).Msg("verify profile not offered: its checker is not installed here")
 	}
