@@ -15,7 +15,6 @@ import (
 
 	"github.com/warrenhq/warren/broker/brokertest"
 	"github.com/warrenhq/warren/messages"
-	"github.com/warrenhq/warren/worker"
 )
 
 // goodCorpus returns the corpus's good proofs for the plain coq profile.
@@ -128,7 +127,7 @@ func BenchmarkCoqCache(b *testing.B) {
 	run := func(svc *Service) time.Duration {
 		tasks := batch()
 		return measure(b, par, n, func(i int) {
-			o, err := svc.Verify(context.Background(), worker.RunFunc(sb), tasks[i])
+			o, err := svc.Verify(context.Background(), sb, tasks[i])
 			require.NoError(b, err)
 			require.True(b, o.Verdict.Accepted, "%+v", o.Verdict)
 		})

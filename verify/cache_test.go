@@ -16,7 +16,6 @@ import (
 	"github.com/warrenhq/warren/broker/brokertest"
 	"github.com/warrenhq/warren/messages"
 	"github.com/warrenhq/warren/sandbox"
-	"github.com/warrenhq/warren/worker"
 )
 
 // countingService is a Service on a real broker's verdict bucket whose
@@ -55,15 +54,15 @@ func cacheTask(batch string, i int, proof string) *messages.Task {
 		Profile: "coq", Verify: &messages.VerifySpec{Theorem: "t", Statement: "True", Proof: proof}}
 }
 
-var noRun worker.RunFunc = func(context.Context, sandbox.Spec) (*sandbox.Result, error) {
+var noRun RunFunc = func(context.Context, sandbox.Spec) (*sandbox.Result, error) {
 	return nil, errors.New("the counting service runs nothing")
 }
 
 // runBatch verifies tasks with par goroutines and returns the outcomes by id.
-func runBatch(t *testing.T, s *countingService, tasks []*messages.Task, par int) map[string]*worker.VerifyOutcome {
+func runBatch(t *testing.T, s *countingService, tasks []*messages.Task, par int) map[string]*Outcome {
 	t.Helper()
 	var mu sync.Mutex
-	out := map[string]*worker.VerifyOutcome{}
+	out := map[string]*Outcome{}
 	ch := make(chan *messages.Task)
 	var wg sync.WaitGroup
 	for range par {

@@ -11,7 +11,6 @@ import (
 
 	"github.com/warrenhq/warren/messages"
 	"github.com/warrenhq/warren/sandbox"
-	"github.com/warrenhq/warren/worker"
 )
 
 // modeRunner returns a RunFunc for one isolation mode; outside CI a host
@@ -64,7 +63,7 @@ func TestCoqCorpusSameVerdictsInEveryMode(t *testing.T) {
 					t.Parallel()
 					task := &messages.Task{V: messages.Version, ID: tc.ID, Batch: "det", Attempt: 1, Kind: messages.KindVerify,
 						Profile: tc.Profile, Verify: tc.spec(t)}
-					out, err := svc.Verify(context.Background(), worker.RunFunc(runs[m]), task)
+					out, err := svc.Verify(context.Background(), runs[m], task)
 					require.NoError(t, err)
 					require.Equal(t, tc.Expect.Reason, out.Verdict.Reason, "%s in %s mode: %s", tc.ID, m, out.Verdict.Messages)
 					mu.Lock()

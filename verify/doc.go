@@ -86,6 +86,11 @@
 // host. Timeouts, out of memory, crashes, sandbox and infrastructure errors
 // are never cached. Every verdict carries the fingerprint.
 //
+// # Worker
+//
+// The worker reaches [Service] through package verify/verifyworker, which
+// implements worker.Verifier; verify itself does not import the worker.
+//
 // # Batches
 //
 // [LoadBatch] turns a JSONL file or a batch directory into tasks for

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/warrenhq/warren/messages"
-	"github.com/warrenhq/warren/worker"
 )
 
 //go:embed builtin_profiles.yaml
@@ -19,8 +18,9 @@ var builtinProfiles []byte
 // BuiltinProfiles are the profiles a worker offers without a profile file.
 func BuiltinProfiles() (*Profiles, error) { return ParseProfiles(builtinProfiles) }
 
-// Service adapts a Checker and a profile set to the worker: it implements
-// worker.Verifier. With a VerdictCache it answers a proof it (or another
+// Service decides verify tasks with a Checker and a profile set; the worker
+// calls it through verify/verifyworker (verify does not import the
+// worker). With a VerdictCache it answers a proof it (or another
 // host) has decided before from the cache.
 type Service struct {
 	checker  *Checker
@@ -41,7 +41,14 @@ type flight struct {
 	cached *CachedVerdict // set before done closes when the verdict is cacheable
 }
 
-var _ worker.Verifier = (*Service)(nil)
+// Outcome is a decided verify task and what deciding it cost (zero for a
+// cached verdict: nothing ran).
+type Outcome struct {
+	Verdict    *messages.Verdict
+	Wall, CPU  time.Duration
+	PeakMemory int64
+	InForce    string // isolation of the sandboxed steps; empty when none ran
+}
 
 // NewService offers the profiles of ps whose checker is installed on this
 // host; it returns the skipped ones with the reason, for the worker to log.
@@ -69,12 +76,12 @@ func NewService(c *Checker, ps *Profiles, cache VerdictCache) (*Service, map[str
 
 // Start pre-warms the warm REPL pools of the offered lean-repl profiles, so
 // the first proofs do not pay for importing the header.
-func (s *Service) Start(ctx context.Context, run worker.RunFunc) error {
+func (s *Service) Start(ctx context.Context, run RunFunc) error {
 	offered := &Profiles{}
 	for _, n := range s.names {
 		offered.Profiles = append(offered.Profiles, *s.profiles.Get(n))
 	}
-	return s.checker.Start(ctx, RunFunc(run), offered)
+	return s.checker.Start(ctx, run, offered)
 }
 
 // Close stops the REPL pools.
@@ -86,14 +93,14 @@ func (s *Service) Profiles() []string { return s.names }
 // Verify decides a verify task: a *messages.Error when the task itself is
 // invalid (its statement does not elaborate), another error when the check
 // could not be done here.
-func (s *Service) Verify(ctx context.Context, run worker.RunFunc, t *messages.Task) (*worker.VerifyOutcome, error) {
+func (s *Service) Verify(ctx context.Context, run RunFunc, t *messages.Task) (*Outcome, error) {
 	p := s.profiles.Get(t.EffectiveProfile())
 	fp, offered := s.prints[t.EffectiveProfile()]
 	if p == nil || !offered {
 		return nil, &messages.Error{Code: messages.CodeInvalidField, Field: "profile", Msg: fmt.Sprintf("this worker has no verify profile %q", t.EffectiveProfile())}
 	}
 	if s.cache == nil {
-		out, _, err := s.decide(ctx, RunFunc(run), p, fp, t.Verify, "")
+		out, _, err := s.decide(ctx, run, p, fp, t.Verify, "")
 		return out, err
 	}
 	key := CacheKey(fp, t.Verify)
@@ -117,7 +124,7 @@ func (s *Service) Verify(ctx context.Context, run worker.RunFunc, t *messages.Ta
 			}
 		}
 		if leader {
-			out, cv, err := s.decide(ctx, RunFunc(run), p, fp, t.Verify, key)
+			out, cv, err := s.decide(ctx, run, p, fp, t.Verify, key)
 			s.leave(key, f, cv)
 			return out, err
 		}
@@ -158,15 +165,15 @@ func (s *Service) leave(key string, f *flight, cv *CachedVerdict) {
 }
 
 // cachedOutcome is a stored verdict served again: no step ran.
-func cachedOutcome(cv *CachedVerdict) *worker.VerifyOutcome {
+func cachedOutcome(cv *CachedVerdict) *Outcome {
 	v := *cv.Verdict
 	v.Cached, v.FirstDecidedAt = true, cv.DecidedAt
-	return &worker.VerifyOutcome{Verdict: &v}
+	return &Outcome{Verdict: &v}
 }
 
 // decide checks the proof and stamps the verdict with the toolchain. When
 // key is set and the verdict cacheable it stores it, and returns the entry.
-func (s *Service) decide(ctx context.Context, run RunFunc, p *Profile, fp string, spec *messages.VerifySpec, key string) (*worker.VerifyOutcome, *CachedVerdict, error) {
+func (s *Service) decide(ctx context.Context, run RunFunc, p *Profile, fp string, spec *messages.VerifySpec, key string) (*Outcome, *CachedVerdict, error) {
 	verdict, usage, err := s.check(ctx, run, p, spec)
 	var stmt *StatementError
 	if errors.As(err, &stmt) {
@@ -176,7 +183,7 @@ func (s *Service) decide(ctx context.Context, run RunFunc, p *Profile, fp string
 		return nil, nil, err
 	}
 	verdict.Toolchain = fp
-	out := &worker.VerifyOutcome{Verdict: verdict, Wall: usage.Wall, CPU: usage.CPU, PeakMemory: usage.PeakMemory, InForce: usage.InForce}
+	out := &Outcome{Verdict: verdict, Wall: usage.Wall, CPU: usage.CPU, PeakMemory: usage.PeakMemory, InForce: usage.InForce}
 	if key == "" || !cacheable(verdict) {
 		return out, nil, nil
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/warrenhq/warren/messages"
 	"github.com/warrenhq/warren/sandbox"
 	"github.com/warrenhq/warren/verify"
+	"github.com/warrenhq/warren/verify/verifyworker"
 	"github.com/warrenhq/warren/worker"
 )
 
@@ -110,7 +111,7 @@ func (f *workerFlags) buildVerifier(g *globals, nc *nats.Conn) (worker.Verifier,
 	if len(svc.Profiles()) == 0 {
 		return nil, nil
 	}
-	return svc, nil
+	return verifyworker.New(svc), nil
 }
 
 // selfTest runs /bin/true in the configured mode and returns what was in
