@@ -20,7 +20,8 @@ func (f coqFinding) String() string {
 // coqScan is what the policy scan of a proof found.
 type coqScan struct {
 	hostIO   []coqFinding // commands outside host_io: reject
-	declared []coqFinding // axiom declarations (Axiom, Parameter, Conjecture, Declare Module)
+	declared []coqFinding // axiom declarations (Axiom, Parameter, Conjecture, Declare Module, assumptions outside sections)
+	blocks   []string     // open Section / Module blocks, innermost last
 }
 
 // coqPrefixes are sentence prefixes that modify the command after them:
@@ -39,9 +40,39 @@ func scanCoq(src string, plugins []string) *coqScan {
 	for _, sent := range lexCoqSentences(src) {
 		for _, cmd := range coqCommands(sent.tokens) {
 			s.classify(cmd, plugins)
+			s.track(cmd)
 		}
 	}
 	return s
+}
+
+// coqSectionAssumptions are assumptions that a closed section discharges
+// (they become arguments); anywhere else (top level, a module, a functor
+// body, a module type) they are axioms or module-type parameters.
+var coqSectionAssumptions = []string{"Variable", "Variables", "Hypothesis", "Hypotheses", "Context"}
+
+// track follows the Section / Module / Module Type blocks, so that a
+// section assumption is told from one outside any section.
+func (s *coqScan) track(cmd []coqToken) {
+	if len(cmd) < 2 || cmd[0].str {
+		return
+	}
+	defines := false // the command holds ":=" (lexed as ':' then '=')
+	for i := 1; i < len(cmd); i++ {
+		defines = defines || (!cmd[i-1].str && !cmd[i].str && cmd[i-1].text == ":" && cmd[i].text == "=")
+	}
+	switch {
+	case cmd[0].text == "Section":
+		s.blocks = append(s.blocks, "Section")
+	case cmd[0].text == "Module" && !defines:
+		s.blocks = append(s.blocks, "Module") // Module, Module Type, functors; ":=" forms open nothing
+	case cmd[0].text == "End" && len(s.blocks) > 0:
+		s.blocks = s.blocks[:len(s.blocks)-1]
+	}
+}
+
+func (s *coqScan) inSection() bool {
+	return len(s.blocks) > 0 && s.blocks[len(s.blocks)-1] == "Section"
 }
 
 // coqCommands strips a sentence's prefixes and returns the command after
@@ -190,6 +221,8 @@ func (s *coqScan) classify(cmd []coqToken, plugins []string) {
 		add(&s.declared, 2, "declares a module whose fields are axioms")
 	case slices.Contains(coqAxiomCommands, cmd[0].text):
 		add(&s.declared, 1, "declares "+strings.Join(declaredNames(cmd[1:]), ", "))
+	case slices.Contains(coqSectionAssumptions, cmd[0].text) && !s.inSection():
+		add(&s.declared, 1, "declares "+strings.Join(declaredNames(cmd[1:]), ", ")+" outside a section")
 	}
 }
 

@@ -46,6 +46,9 @@ func TestScanCoq(t *testing.T) {
 		{"plugins", "Declare ML Module \"ok\" \"evil\".", []string{"ok"}, want{hostIO: []string{"1: Declare ML Module \"evil\""}}},
 		{"axioms anywhere", "Module M. Module Type T. Parameter p : nat. End T.\n#[local] Axiom (a : False) (b : 0 = 1).\nEnd M. Declare Module X : Typ. Conjectures c d : False.", nil,
 			want{declared: []string{"1: Parameter", "2: Axiom", "3: Declare Module", "3: Conjectures"}}},
+		{"section assumptions are discharged, others are axioms", "Section S. Variable A : Type. Context (x : A). Hypothesis h : A = A. End S.\n" +
+			"Module Type T. Hypothesis h : False. End T.\nModule F (X : T). Variables a b : nat. End F.\nModule G := F.\nContext (c : nat).\nSection S2. Module Type U. End U. Context (d : nat). End S2.", nil,
+			want{declared: []string{"2: Hypothesis", "3: Variables", "5: Context"}}},
 		{"unterminated comment", "Check I. (* Load x.", nil, want{}},
 		{"unicode", "Definition λ := 0.\u00a0Load x.", nil, want{hostIO: []string{"1: Load"}}},
 	}
