@@ -73,6 +73,6 @@ func TestCoqCorpusSameVerdictsInEveryMode(t *testing.T) {
 			}
 		}
 	})
-	require.Len(t, verdicts[modes[0]], len(cases))
+	require.NotEmpty(t, verdicts[modes[0]]) // all of the corpus, or what -run selected
 	require.Equal(t, verdicts[modes[0]], verdicts[modes[1]], "namespace and Landlock verdicts differ")
 }
