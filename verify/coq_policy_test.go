@@ -29,6 +29,7 @@ func TestScanCoq(t *testing.T) {
 		{"plain proof", "Theorem t : True.\nProof. exact I. Qed.", nil, want{}},
 		{"comment hides nothing", "(* Load \"x\". (* Redirect \"y\" Print nat. *) Cd \"/\". *) Check I.", nil, want{}},
 		{"string in a comment holds a closer", "(* \"*)\" Load x. *) Check I.", nil, want{}},
+		{"a closer inside a string in a comment does not end it", "(* \"*)\" *) Load x.", nil, want{hostIO: []string{"1: Load"}}},
 		{"string hides nothing", "Definition s := \"Load \"\"x\"\". Axiom a : False.\".", nil, want{}},
 		{"command after a string with escapes", "Definition s := \"a\"\"b\". Load x.", nil, want{hostIO: []string{"1: Load"}}},
 		{"same line as the proof", "Theorem t : True. Proof. exact I. Qed. Redirect \"f\" Print nat.", nil, want{hostIO: []string{"1: Redirect"}}},
