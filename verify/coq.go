@@ -162,7 +162,10 @@ func (k *coqCheck) checkFile() string {
 	fmt.Fprintf(&b, "Require %s.Proof.\n", k.lib())
 	fmt.Fprintf(&b, "Redirect %q Check warren_expected_%s.\n", k.file("req"), k.n)
 	// A Global Unset in the proof survives Require; turn checking back on.
-	b.WriteString("Set Guard Checking.\nSet Positivity Checking.\nSet Universe Checking.\n")
+	// A Global Set Program Mode survives too, with a #[global] Obligation
+	// Tactic: the Definition below would then turn a type mismatch into
+	// obligations and run the proof's tactic on them here.
+	b.WriteString("Set Guard Checking.\nSet Positivity Checking.\nSet Universe Checking.\nUnset Program Mode.\n")
 	// What the name is, then a guard that stops the file unless it denotes
 	// a reference: Print Assumptions resolves the name without elaborating
 	// it, and fails on a notation that is not an alias of a reference (an

@@ -115,23 +115,36 @@ func (r *teeRun) Run(ctx context.Context, s sandbox.Spec) (*sandbox.Result, erro
 }
 
 // TestCoqTrustedStepRunsNoProofCode: a theorem that is an ltac:(...)
-// abbreviation is refused without the trusted step running its tactic
-// (the tactic prints a marker; only the untrusted compile may print it,
-// and there it is never expanded).
+// abbreviation, or a proof that leaves Program Mode and an obligation
+// tactic on for its importers, is refused without the trusted step running
+// the proof's tactic (the tactic prints a marker; only the untrusted
+// compile may print it, and there it is never run). Without the guard, or
+// without the Unset Program Mode, each is run in step 2 (and the second
+// accepted).
 func TestCoqTrustedStepRunsNoProofCode(t *testing.T) {
 	requireCoq(t)
 	sb := testRunner(t)
 	c := newTestChecker(t)
-	tr := &teeRun{run: sb.run}
-	spec := &messages.VerifySpec{Theorem: "add_zero", Statement: "forall n : nat, n + 0 = n",
-		Proof: `Notation add_zero := ltac:(idtac "MARKER-TACTIC-RAN"; exact (fun n : nat => eq_sym (plus_n_O n))) (only parsing).`}
-	v, _, err := c.Check(context.Background(), tr.Run, testProfiles(t).Get("coq-used-only"), spec)
-	require.NoError(t, err)
-	require.Equal(t, messages.ReasonStatementMismatch, v.Reason, v.Messages)
-	require.Contains(t, v.Messages, "is a notation")
-	require.GreaterOrEqual(t, len(tr.outs), 2)
-	for i, out := range tr.outs {
-		require.NotContains(t, out, "MARKER-TACTIC-RAN", "step %d ran the proof's tactic", i+1)
+	tests := []struct{ name, theorem, statement, proof, msg string }{
+		{"ltac notation", "add_zero", "forall n : nat, n + 0 = n",
+			`Notation add_zero := ltac:(idtac "MARKER-TACTIC-RAN"; exact (fun n : nat => eq_sym (plus_n_O n))) (only parsing).`, "is a notation"},
+		{"program mode obligations", "six", "{n : nat | n = 6}",
+			"Require Coq.Program.Tactics.\nGlobal Set Program Mode.\n#[global] Obligation Tactic := idtac \"MARKER-TACTIC-RAN\"; reflexivity.\nDefinition six : nat := 6.",
+			"does not have the expected type"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tr := &teeRun{run: sb.run}
+			spec := &messages.VerifySpec{Theorem: tc.theorem, Statement: tc.statement, Proof: tc.proof}
+			v, _, err := c.Check(context.Background(), tr.Run, testProfiles(t).Get("coq-used-only"), spec)
+			require.NoError(t, err)
+			require.Equal(t, messages.ReasonStatementMismatch, v.Reason, v.Messages)
+			require.Contains(t, v.Messages, tc.msg)
+			require.GreaterOrEqual(t, len(tr.outs), 2)
+			for i, out := range tr.outs {
+				require.NotContains(t, out, "MARKER-TACTIC-RAN", "step %d ran the proof's tactic", i+1)
+			}
+		})
 	}
 }
 
