@@ -115,8 +115,12 @@ func (r *teeRun) Run(ctx context.Context, s sandbox.Spec) (*sandbox.Result, erro
 }
 
 // TestCoqTrustedStepRunsNoProofCode: a theorem that is an ltac:(...)
-// abbreviation, or a proof that leaves Program Mode and an obligation
-// tactic on for its importers, is refused without the trusted step running
+// abbreviation, a proof that leaves Program Mode and an obligation tactic
+// on for its importers, or one whose global coercion needs a typeclass
+// instance found by its own Hint Extern (the control in the proof shows
+// the coercion applies where the expected type is the statement itself;
+// step 2 checks against warren_expected_<nonce>, a constant no coercion
+// can target), is refused without the trusted step running
 // the proof's tactic (the tactic prints a marker; only the untrusted
 // compile may print it, and there it is never run). Without the guard, or
 // without the Unset Program Mode, each is run in step 2 (and the second
@@ -131,6 +135,11 @@ func TestCoqTrustedStepRunsNoProofCode(t *testing.T) {
 		{"program mode obligations", "six", "{n : nat | n = 6}",
 			"Require Coq.Program.Tactics.\nGlobal Set Program Mode.\n#[global] Obligation Tactic := idtac \"MARKER-TACTIC-RAN\"; reflexivity.\nDefinition six : nat := 6.",
 			"does not have the expected type"},
+		{"coercion found by a proof hint", "six", "{n : nat | n = 6}",
+			"Class Sixer : Type := sixer : nat -> {m : nat | m = 6}.\nDefinition to6 {H : Sixer} (n : nat) : {m : nat | m = 6} := sixer n.\n" +
+				"#[global] Coercion to6 : nat >-> sig.\n#[global] Hint Extern 1 Sixer => idtac \"MARKER-TACTIC-RAN\"; exact (fun _ => exist _ 6 eq_refl) : typeclass_instances.\n" +
+				"Definition six : nat := 6.\nDefinition control : {m : nat | m = 6} := six.",
+			"does not have the expected type"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -141,8 +150,8 @@ func TestCoqTrustedStepRunsNoProofCode(t *testing.T) {
 			require.Equal(t, messages.ReasonStatementMismatch, v.Reason, v.Messages)
 			require.Contains(t, v.Messages, tc.msg)
 			require.GreaterOrEqual(t, len(tr.outs), 2)
-			for i, out := range tr.outs {
-				require.NotContains(t, out, "MARKER-TACTIC-RAN", "step %d ran the proof's tactic", i+1)
+			for i, out := range tr.outs[1:] { // step 1 is the untrusted compile: it may run anything
+				require.NotContains(t, out, "MARKER-TACTIC-RAN", "step %d ran the proof's tactic", i+2)
 			}
 		})
 	}
