@@ -124,8 +124,9 @@ func (s *Service) Verify(ctx context.Context, run RunFunc, t *messages.Task) (*O
 			}
 		}
 		if leader {
+			var cv *CachedVerdict
+			defer func() { s.leave(key, f, cv) }() // even if the check panics, waiters go on
 			out, cv, err := s.decide(ctx, run, p, fp, t.Verify, key)
-			s.leave(key, f, cv)
 			return out, err
 		}
 		select {
