@@ -138,6 +138,10 @@ func workerPermissions(pool string) (pub, sub []string) {
 		"$KV." + messages.BucketClaims + ".>",
 		jsAPI + ".DIRECT.GET.KV_" + messages.BucketClaims + ".>",
 		jsAPI + ".STREAM.MSG.GET.KV_" + messages.BucketClaims,
+		// The verdict cache: read and write decided verdicts.
+		"$KV." + messages.BucketVerdicts + ".>",
+		jsAPI + ".DIRECT.GET.KV_" + messages.BucketVerdicts + ".>",
+		jsAPI + ".STREAM.MSG.GET.KV_" + messages.BucketVerdicts,
 		// Outputs too large for a result: chunks, metadata, the lookup a
 		// put does first, and the purge of a replaced object's chunks.
 		"$O." + messages.BucketOutputs + ".>",

@@ -40,14 +40,15 @@ type StreamConfig struct {
 // Together they reserve about 9.5 GiB per replica of the server's
 // JetStream storage (max_file_store).
 var DefaultMaxBytes = map[string]int64{
-	messages.StreamTasks:   4 << 30,
-	messages.StreamResults: 4 << 30,
-	messages.StreamDLQ:     1 << 30,
-	messages.BucketHosts:   64 << 20,
-	messages.BucketCancel:  64 << 20,
-	messages.BucketBatches: 256 << 20,
-	messages.BucketClaims:  64 << 20,
-	messages.BucketOutputs: 4 << 30,
+	messages.StreamTasks:    4 << 30,
+	messages.StreamResults:  4 << 30,
+	messages.StreamDLQ:      1 << 30,
+	messages.BucketHosts:    64 << 20,
+	messages.BucketCancel:   64 << 20,
+	messages.BucketBatches:  256 << 20,
+	messages.BucketClaims:   64 << 20,
+	messages.BucketVerdicts: 1 << 30,
+	messages.BucketOutputs:  4 << 30,
 }
 
 // TaskSubjects are the subjects of WARREN_TASKS: only well-formed task
@@ -141,6 +142,7 @@ func resources(c StreamConfig) []resource {
 		// AckWait); LimitMarkerTTL enables per-key TTLs and keeps expiry
 		// markers a minute.
 		{bucket: &jetstream.KeyValueConfig{Bucket: messages.BucketClaims, Description: "Warren task-attempt claims: which worker runs an attempt", History: 1, LimitMarkerTTL: time.Minute}},
+		{bucket: &jetstream.KeyValueConfig{Bucket: messages.BucketVerdicts, Description: "Warren verdict cache: decided verdicts by content hash", TTL: week, History: 1}},
 		{object: &jetstream.ObjectStoreConfig{Bucket: messages.BucketOutputs, Description: "Warren result outputs too large for the result message", TTL: week}},
 	}
 }

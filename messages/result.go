@@ -80,6 +80,18 @@ type Verdict struct {
 	// audit reported them.
 	Axioms   []string `json:"axioms,omitempty"`
 	Messages string   `json:"messages,omitempty"` // the checker's own output, for humans
+	// Toolchain fingerprints the checker that decided: profile kind, the
+	// checker binaries' contents and the settings that change a verdict,
+	// e.g. "coq:3f2a…". Verdicts with different toolchains are not
+	// comparable.
+	Toolchain string `json:"toolchain,omitempty"`
+	// Cached: the verdict was not decided by this check but read from the
+	// verdict cache (an identical proof, statement, header, theorem,
+	// toolchain, checker version and policy was decided before).
+	Cached bool `json:"cached,omitempty"`
+	// FirstDecidedAt is when a cached verdict was decided; zero when not
+	// cached.
+	FirstDecidedAt time.Time `json:"first_decided_at,omitzero"`
 }
 
 // Reason is why a proof was rejected: a fixed set.
@@ -96,4 +108,9 @@ const (
 	ReasonOutOfMemory       Reason = "out_of_memory"
 	ReasonCrash             Reason = "crash"
 	ReasonSandboxError      Reason = "sandbox_error"
+	// ReasonDisallowedCommand: the proof uses a command the profile's
+	// host_io policy forbids (host file I/O, load path or plugin changes,
+	// code run at elaboration in Lean), or its compile wrote files beyond
+	// its own outputs. The messages name each command and its line.
+	ReasonDisallowedCommand Reason = "disallowed_command"
 )

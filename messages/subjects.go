@@ -12,6 +12,8 @@ const (
 	BucketHosts   = "warren_hosts"
 	BucketCancel  = "warren_cancel"
 	BucketBatches = "warren_batches"
+	// BucketVerdicts caches decided verdicts by content hash (verify.CacheKey).
+	BucketVerdicts = "warren_verdicts"
 
 	// Tasks: warren.tasks.<pool>.<profile>.<batch>; a batch id may be
 	// "<tenant>.<name>" (two tokens), see ValidBatchID.

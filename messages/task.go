@@ -99,6 +99,9 @@ type VerifySpec struct {
 	Statement string `json:"statement"`        // the expected type, elaborated in a clean context
 	Proof     string `json:"proof"`            // the proof source, untrusted
 	Header    string `json:"header,omitempty"` // imports / preamble shared by a batch
+	// NoCache makes the worker check the proof even when the verdict cache
+	// holds a verdict for it (the fresh verdict is stored as usual).
+	NoCache bool `json:"no_cache,omitempty"`
 }
 
 // EffectiveAttempt returns Attempt, reading zero as 1.

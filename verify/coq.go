@@ -32,7 +32,8 @@ type coqCheck struct {
 	spec  *messages.VerifySpec
 	run   RunFunc
 	usage Usage
-	n     string // nonce for the library root and step 2's names and files
+	n     string   // nonce for the library root and step 2's names and files
+	scan  *coqScan // the policy scan of the proof's source
 }
 
 func (c *Checker) checkCoq(ctx context.Context, run RunFunc, p *Profile, spec *messages.VerifySpec) (*messages.Verdict, Usage, error) {
@@ -41,7 +42,12 @@ func (c *Checker) checkCoq(ctx context.Context, run RunFunc, p *Profile, spec *m
 			return nil, Usage{}, &StatementError{Msg: fmt.Sprintf("theorem %q is not a Coq qualified identifier", spec.Theorem)}
 		}
 	}
-	k := &coqCheck{p: p, spec: spec, run: run, n: nonce()}
+	k := &coqCheck{p: p, spec: spec, run: run, n: nonce(), scan: scanCoq(spec.Proof, p.Coq.Plugins)}
+	if p.HostIO == HostIOReject && len(k.scan.hostIO) > 0 {
+		// Decided before anything runs: the command must not run at all.
+		return reject(messages.ReasonDisallowedCommand,
+			"the proof uses commands the profile forbids (host_io: reject):\n"+findingsText(k.scan.hostIO)), Usage{}, nil
+	}
 	dir, cleanup, err := c.scratch("coq-")
 	if err != nil {
 		return nil, Usage{}, err
@@ -84,6 +90,14 @@ func (k *coqCheck) check(ctx context.Context, dir string) (*messages.Verdict, er
 	if err != nil {
 		return reject(messages.ReasonCompileError, "coqc exited 0 but left no usable Proof.vo: "+err.Error()), nil
 	}
+	if k.p.HostIO == HostIOReject {
+		if extra, err := unexpectedFiles(compileDir, coqCompileOutputs); err != nil {
+			return nil, err
+		} else if len(extra) > 0 {
+			return reject(messages.ReasonDisallowedCommand,
+				"the proof's compile wrote files besides its own outputs (host_io: reject): "+strings.Join(extra, ", ")), nil
+		}
+	}
 
 	// Step 2: trusted statement check in a fresh directory.
 	if err := writeScratch(checkDir, map[string][]byte{"Proof.vo": vo, "Check.v": []byte(k.checkFile())}); err != nil {
@@ -101,6 +115,9 @@ func (k *coqCheck) check(ctx context.Context, dir string) (*messages.Verdict, er
 	}
 	if !k.marker(checkDir, "req") {
 		return reject(messages.ReasonCompileError, "the compiled proof cannot be loaded on its own:\n"+out.output()), nil
+	}
+	if msg := k.notConstant(checkDir); msg != "" {
+		return reject(messages.ReasonStatementMismatch, msg), nil
 	}
 	assumptions, err := readResult(checkDir, k.file("assumptions")+".out", 1<<20)
 	if out.res.ExitCode != 0 || err != nil {
@@ -145,11 +162,23 @@ func (k *coqCheck) checkFile() string {
 	fmt.Fprintf(&b, "Require %s.Proof.\n", k.lib())
 	fmt.Fprintf(&b, "Redirect %q Check warren_expected_%s.\n", k.file("req"), k.n)
 	// A Global Unset in the proof survives Require; turn checking back on.
-	b.WriteString("Set Guard Checking.\nSet Positivity Checking.\nSet Universe Checking.\n")
-	fmt.Fprintf(&b, "Definition warren_check_%s : warren_expected_%s := @%s.Proof.%s.\n", k.n, k.n, k.lib(), k.spec.Theorem)
+	// A Global Set Program Mode survives too, with a #[global] Obligation
+	// Tactic: the Definition below would then turn a type mismatch into
+	// obligations and run the proof's tactic on them here.
+	b.WriteString("Set Guard Checking.\nSet Positivity Checking.\nSet Universe Checking.\nUnset Program Mode.\n")
+	// What the name is, then a guard that stops the file unless it denotes
+	// a reference: Print Assumptions resolves the name without elaborating
+	// it, and fails on a notation that is not an alias of a reference (an
+	// ltac:(...) abbreviation would otherwise run the proof's tactic here).
+	fmt.Fprintf(&b, "Redirect %q Locate Term %s.\n", k.file("locate"), k.ref())
+	fmt.Fprintf(&b, "Redirect %q Print Assumptions %s.\n", k.file("guard"), k.ref())
+	fmt.Fprintf(&b, "Definition warren_check_%s : warren_expected_%s := @%s.\n", k.n, k.n, k.ref())
 	fmt.Fprintf(&b, "Redirect %q Print Assumptions warren_check_%s.\n", k.file("assumptions"), k.n)
 	return b.String()
 }
+
+// ref is the theorem's absolute name.
+func (k *coqCheck) ref() string { return k.lib() + ".Proof." + k.spec.Theorem }
 
 // file names a Redirect target; coqc appends ".out".
 func (k *coqCheck) file(what string) string { return "warren_" + what + "_" + k.n }
@@ -170,7 +199,7 @@ func (k *coqCheck) decide(used *assumptions, sum *coqchkSummary) *messages.Verdi
 	if msg := sum.unsafe(); msg != "" {
 		return reject(messages.ReasonUnsafeFlag, msg)
 	}
-	self := k.lib() + ".Proof." + k.spec.Theorem
+	self := k.ref()
 	var axioms, bad []string
 	incomplete := false
 	for _, name := range used.axioms {
@@ -194,6 +223,9 @@ func (k *coqCheck) decide(used *assumptions, sum *coqchkSummary) *messages.Verdi
 	case incomplete:
 		return &messages.Verdict{Reason: messages.ReasonIncomplete, Axioms: axioms,
 			Messages: self + " is assumed, not proven (Admitted, admit or Conjecture)"}
+	case k.p.DeclaredAxioms == AxiomsReject && len(k.declared(sum)) > 0:
+		return &messages.Verdict{Reason: messages.ReasonDisallowedAxiom, Axioms: axioms,
+			Messages: "the proof declares axioms (profile policy declared_axioms: reject):\n" + strings.Join(k.declared(sum), "\n")}
 	case len(bad) > 0:
 		return &messages.Verdict{Reason: messages.ReasonDisallowedAxiom, Axioms: axioms,
 			Messages: "depends on axioms outside the profile's allow-list: " + strings.Join(bad, ", ")}

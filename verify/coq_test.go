@@ -109,7 +109,9 @@ func TestCoqCorpus(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, tc.Expect.Accepted, v.Accepted, "verdict %+v", v)
 			require.Equal(t, tc.Expect.Reason, v.Reason, "messages:\n%s", v.Messages)
-			require.Positive(t, u.Steps)
+			if v.Reason != messages.ReasonDisallowedCommand {
+				require.Positive(t, u.Steps)
+			}
 			if tc.HostFile != "" {
 				require.NoFileExists(t, tc.HostFile, "the proof wrote a host file")
 			}
@@ -131,7 +133,7 @@ func TestCoqHostProbesControl(t *testing.T) {
 			continue
 		}
 		t.Run(tc.ID, func(t *testing.T) {
-			v, _, err := c.Check(context.Background(), insecureRun, ps.Get(tc.Profile), tc.spec(t))
+			v, _, err := c.Check(context.Background(), insecureRun, ps.Get("coq-host-io"), tc.spec(t))
 			require.NoError(t, err)
 			require.True(t, v.Accepted, "outside a sandbox the probe should work: %+v", v)
 			if tc.HostFile != "" {

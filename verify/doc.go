@@ -17,10 +17,17 @@
 //
 // # Coq
 //
-// Three sandboxed steps, in fresh directories: coqc compiles the proof as
+// First a lexer-level policy scan of the proof (no Coq runs): under the
+// profile's host_io: reject, commands that touch host files, the load path
+// or native plugins, or make the verdict depend on host speed, reject as
+// disallowed_command; declarations of axioms are noted for
+// declared_axioms: reject. Then three sandboxed steps, in fresh directories: coqc compiles the proof as
 // <Library>_<nonce>.Proof (untrusted); coqc compiles a generated file that
 // elaborates the statement before Requiring the proof, re-enables the
-// kernel checks and defines check : expected := @Proof.theorem, with the
+// kernel checks, resolves the theorem with Locate (it must be a constant the
+// proof declares, not a notation or alias) behind a guard that stops before
+// anything of the proof is elaborated, defines check : expected :=
+// @Proof.theorem, with the
 // Print Assumptions of check redirected to a nonce-named file (trusted);
 // coqchk re-checks both .vo files with its own kernel and prints the
 // context's axioms and unsafe declarations with fully qualified names
@@ -53,6 +60,14 @@
 // cause. The REPL runs proof code in the checking process, so its
 // verdicts are weaker than file mode's; docs/verify.md says how.
 //
+// # Failure handling
+//
+// Anything unexpected in a trusted artifact (Locate, Print Assumptions,
+// coqchk's summary, the Lean report) rejects: fail closed. A step that
+// cannot run is an *[InfraError], never a verdict, and is never cached; a
+// verdict cache that cannot be read or written is logged and the proof is
+// checked as if the cache were empty.
+//
 // # Limits
 //
 // Each step has the profile's wall, CPU, memory, process and file-size
@@ -61,6 +76,20 @@
 // out_of_memory; any other signal is a crash; a sandbox that cannot be set
 // up is sandbox_error. The reason of a rejection may be chosen by the
 // proof (it can print "out of memory"), acceptance cannot.
+//
+// # Cache and determinism
+//
+// [Service] answers a proof decided before (on any host) from a
+// [VerdictCache] ([KVCache]: the JetStream bucket warren_verdicts), keyed by
+// [CacheKey] over [CheckerVersion], the profile's [Profile.Fingerprint]
+// (checker binaries + policy) and the task's text; one flight per key per
+// host. Timeouts, out of memory, crashes, sandbox and infrastructure errors
+// are never cached. Every verdict carries the fingerprint.
+//
+// # Worker
+//
+// The worker reaches [Service] through package verify/verifyworker, which
+// implements worker.Verifier; verify itself does not import the worker.
 //
 // # Batches
 //

@@ -50,6 +50,9 @@ func (c *Checker) checkLeanFile(ctx context.Context, run RunFunc, p *Profile, sp
 	if v := leanUnsafeSource(spec.Proof); v != nil {
 		return v, Usage{}, nil
 	}
+	if v := leanHostIO(p, spec.Proof); v != nil {
+		return v, Usage{}, nil
+	}
 	// The sandbox sees host paths as they are, so a missing checker is this
 	// host's fault, not the proof's: retry elsewhere.
 	if _, err := os.Stat(p.Lean.Checker); err != nil {

@@ -166,7 +166,7 @@ func TestServiceOffersLeanFileOnlyWithItsChecker(t *testing.T) {
 		{"/nonexistent/warren-lean-check", false},
 	} {
 		p := leanFileDoubleProfile(t, tc.checker)
-		svc, skipped := NewService(newTestChecker(t), &Profiles{Profiles: []Profile{*p}})
+		svc, skipped := NewService(newTestChecker(t), &Profiles{Profiles: []Profile{*p}}, nil)
 		require.Equal(t, tc.offered, slices.Contains(svc.Profiles(), p.Name), "checker %q: skipped %v", tc.checker, skipped)
 		require.Equal(t, !tc.offered, skipped[p.Name] != nil)
 	}

@@ -51,6 +51,17 @@ type Profile struct {
 	// Defaults to none for Coq and to DefaultLeanAxioms for Lean. Use
 	// ["none"] to allow none for Lean explicitly.
 	AllowedAxioms []string `json:"allowed_axioms,omitempty"`
+	// DeclaredAxioms is the policy for axioms the proof declares but the
+	// theorem does not use: reject (any Axiom, Parameter, Conjecture,
+	// Declare Module, or assumption anywhere in the proof's modules) or
+	// used_only (only the theorem's own dependencies are audited).
+	// Defaults to reject.
+	DeclaredAxioms AxiomPolicy `json:"declared_axioms,omitempty"`
+	// HostIO is the policy for commands that read or write host files,
+	// change the load path, load native plugins or change directory (Coq),
+	// or run code at elaboration (Lean: #eval, run_cmd, initialize):
+	// reject (disallowed_command) or allow. Defaults to reject.
+	HostIO HostIOPolicy `json:"host_io,omitempty"`
 	// Coq configures kind coq.
 	Coq *CoqConfig `json:"coq,omitempty"`
 	// Lean configures kinds lean-file and lean-repl.
@@ -100,7 +111,29 @@ type CoqConfig struct {
 	// Library is the logical root the proof is compiled under (the proof
 	// becomes <Library>.Proof). Defaults to WarrenProof.
 	Library string `json:"library,omitempty"`
+	// Plugins are the native plugins (findlib names, e.g.
+	// coq-core.plugins.ltac2) a proof may load with Declare ML Module
+	// under host_io: reject. Defaults to none.
+	Plugins []string `json:"plugins,omitempty"`
 }
+
+// AxiomPolicy is a profile's declared_axioms policy.
+type AxiomPolicy string
+
+// Axiom policies.
+const (
+	AxiomsReject   AxiomPolicy = "reject"
+	AxiomsUsedOnly AxiomPolicy = "used_only"
+)
+
+// HostIOPolicy is a profile's host_io policy.
+type HostIOPolicy string
+
+// Host I/O policies.
+const (
+	HostIOReject HostIOPolicy = "reject"
+	HostIOAllow  HostIOPolicy = "allow"
+)
 
 // LeanConfig configures the Lean checkers.
 type LeanConfig struct {
@@ -211,6 +244,8 @@ func (p *Profile) applyDefaults() {
 	p.Limits.Processes = cmp.Or(p.Limits.Processes, d.Processes)
 	p.Limits.FileSizeBytes = cmp.Or(p.Limits.FileSizeBytes, d.FileSizeBytes)
 	p.Limits.OutputBytes = cmp.Or(p.Limits.OutputBytes, d.OutputBytes)
+	p.DeclaredAxioms = cmp.Or(p.DeclaredAxioms, AxiomsReject)
+	p.HostIO = cmp.Or(p.HostIO, HostIOReject)
 	switch p.Kind {
 	case KindCoq:
 		if p.Coq == nil {
@@ -282,6 +317,12 @@ func (p *Profile) validate() error {
 	if p.Limits.Wall <= 0 || p.Limits.CPU <= 0 || p.Limits.MemoryBytes <= 0 || p.Limits.Processes <= 0 ||
 		p.Limits.FileSizeBytes <= 0 || p.Limits.OutputBytes <= 0 {
 		return bad("limits", "every limit must be positive")
+	}
+	if p.DeclaredAxioms != AxiomsReject && p.DeclaredAxioms != AxiomsUsedOnly {
+		return bad("declared_axioms", "%q is not reject or used_only", p.DeclaredAxioms)
+	}
+	if p.HostIO != HostIOReject && p.HostIO != HostIOAllow {
+		return bad("host_io", "%q is not reject or allow", p.HostIO)
 	}
 	for i, a := range p.AllowedAxioms {
 		if a == "" || strings.ContainsAny(a, " \t\n") {

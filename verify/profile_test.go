@@ -21,6 +21,8 @@ func TestLoadDeployProfiles(t *testing.T) {
 	require.Equal(t, DefaultLeanAxioms, ps.Get("lean").AllowedAxioms)
 	require.Equal(t, 2, *ps.Get("lean-repl").Pool.Prewarm)
 	require.Nil(t, ps.Get("missing"))
+	require.Equal(t, AxiomsReject, coq.DeclaredAxioms, "declared axioms are rejected by default")
+	require.Equal(t, HostIOReject, coq.HostIO, "host I/O is rejected by default")
 }
 
 func TestParseProfilesErrorsNameTheField(t *testing.T) {
@@ -37,6 +39,8 @@ func TestParseProfilesErrorsNameTheField(t *testing.T) {
 		{"repl without binary", "profiles: [{name: a, kind: lean-repl, lean: {project: /p}}]", "profiles[0].lean.repl"},
 		{"prewarm above size", "profiles: [{name: a, kind: lean-repl, lean: {project: /p, repl: /r}, pool: {size: 1, prewarm: 2}}]", "profiles[0].pool.prewarm"},
 		{"pool on coq", "profiles: [{name: a, kind: coq, pool: {size: 1}}]", "profiles[0].lean"},
+		{"bad axiom policy", "profiles: [{name: a, kind: coq, declared_axioms: maybe}]", "profiles[0].declared_axioms"},
+		{"bad host io policy", "profiles: [{name: a, kind: coq, host_io: sometimes}]", "profiles[0].host_io"},
 		{"duplicate", "profiles: [{name: a, kind: coq}, {name: a, kind: coq}]", "profiles[1].name"},
 		{"unknown field", "profiles: [{name: a, kind: coq, colour: red}]", ""},
 		{"bad duration", "profiles: [{name: a, kind: coq, limits: {wall: soon}}]", ""},

@@ -157,6 +157,9 @@ func (pl *ReplPool) checkOn(ctx context.Context, s *replSlot, spec *messages.Ver
 	if v := leanUnsafeSource(spec.Proof); v != nil {
 		return v, nil
 	}
+	if v := leanHostIO(pl.p, spec.Proof); v != nil {
+		return v, nil
+	}
 	header := spec.Header
 	if header == "" {
 		header = pl.p.Lean.Header

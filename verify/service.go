@@ -6,9 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync"
+	"time"
 
 	"github.com/warrenhq/warren/messages"
-	"github.com/warrenhq/warren/worker"
 )
 
 //go:embed builtin_profiles.yaml
@@ -17,20 +18,44 @@ var builtinProfiles []byte
 // BuiltinProfiles are the profiles a worker offers without a profile file.
 func BuiltinProfiles() (*Profiles, error) { return ParseProfiles(builtinProfiles) }
 
-// Service adapts a Checker and a profile set to the worker: it implements
-// worker.Verifier.
+// Service decides verify tasks with a Checker and a profile set; the worker
+// calls it through verify/verifyworker (verify does not import the
+// worker). With a VerdictCache it answers a proof it (or another
+// host) has decided before from the cache.
 type Service struct {
 	checker  *Checker
 	profiles *Profiles
 	names    []string
+	cache    VerdictCache      // nil: no cache
+	prints   map[string]string // profile name -> toolchain fingerprint
+	check    func(context.Context, RunFunc, *Profile, *messages.VerifySpec) (*messages.Verdict, Usage, error)
+	now      func() time.Time
+
+	mu       sync.Mutex
+	inflight map[string]*flight // cache key -> the check deciding it on this host
 }
 
-var _ worker.Verifier = (*Service)(nil)
+// flight is one check in progress that identical proofs wait for.
+type flight struct {
+	done   chan struct{}
+	cached *CachedVerdict // set before done closes when the verdict is cacheable
+}
+
+// Outcome is a decided verify task and what deciding it cost (zero for a
+// cached verdict: nothing ran).
+type Outcome struct {
+	Verdict    *messages.Verdict
+	Wall, CPU  time.Duration
+	PeakMemory int64
+	InForce    string // isolation of the sandboxed steps; empty when none ran
+}
 
 // NewService offers the profiles of ps whose checker is installed on this
 // host; it returns the skipped ones with the reason, for the worker to log.
-func NewService(c *Checker, ps *Profiles) (*Service, map[string]error) {
-	s := &Service{checker: c, profiles: ps}
+// cache may be nil (every proof is checked).
+func NewService(c *Checker, ps *Profiles, cache VerdictCache) (*Service, map[string]error) {
+	s := &Service{checker: c, profiles: ps, cache: cache, prints: map[string]string{},
+		check: c.Check, now: time.Now, inflight: map[string]*flight{}}
 	skipped := map[string]error{}
 	for i := range ps.Profiles {
 		p := &ps.Profiles[i]
@@ -38,6 +63,12 @@ func NewService(c *Checker, ps *Profiles) (*Service, map[string]error) {
 			skipped[p.Name] = err
 			continue
 		}
+		fp, err := p.Fingerprint()
+		if err != nil {
+			skipped[p.Name] = err
+			continue
+		}
+		s.prints[p.Name] = fp
 		s.names = append(s.names, p.Name)
 	}
 	return s, skipped
@@ -45,12 +76,12 @@ func NewService(c *Checker, ps *Profiles) (*Service, map[string]error) {
 
 // Start pre-warms the warm REPL pools of the offered lean-repl profiles, so
 // the first proofs do not pay for importing the header.
-func (s *Service) Start(ctx context.Context, run worker.RunFunc) error {
+func (s *Service) Start(ctx context.Context, run RunFunc) error {
 	offered := &Profiles{}
 	for _, n := range s.names {
 		offered.Profiles = append(offered.Profiles, *s.profiles.Get(n))
 	}
-	return s.checker.Start(ctx, RunFunc(run), offered)
+	return s.checker.Start(ctx, run, offered)
 }
 
 // Close stops the REPL pools.
@@ -62,20 +93,106 @@ func (s *Service) Profiles() []string { return s.names }
 // Verify decides a verify task: a *messages.Error when the task itself is
 // invalid (its statement does not elaborate), another error when the check
 // could not be done here.
-func (s *Service) Verify(ctx context.Context, run worker.RunFunc, t *messages.Task) (*worker.VerifyOutcome, error) {
+func (s *Service) Verify(ctx context.Context, run RunFunc, t *messages.Task) (*Outcome, error) {
 	p := s.profiles.Get(t.EffectiveProfile())
-	if p == nil {
+	fp, offered := s.prints[t.EffectiveProfile()]
+	if p == nil || !offered {
 		return nil, &messages.Error{Code: messages.CodeInvalidField, Field: "profile", Msg: fmt.Sprintf("this worker has no verify profile %q", t.EffectiveProfile())}
 	}
-	verdict, usage, err := s.checker.Check(ctx, RunFunc(run), p, t.Verify)
+	if s.cache == nil {
+		out, _, err := s.decide(ctx, run, p, fp, t.Verify, "")
+		return out, err
+	}
+	key := CacheKey(fp, messages.BatchTenant(t.Batch), t.Verify)
+	for {
+		if !t.Verify.NoCache {
+			cv, err := s.cache.Get(ctx, key)
+			if err != nil {
+				s.checker.log.Warn().Err(err).Str("key", key).Msg("verdict cache unreadable: checking the proof")
+			}
+			if cv != nil && cv.Verdict.Toolchain == fp {
+				return cachedOutcome(cv), nil
+			}
+		}
+		f, leader := s.join(key)
+		if leader && !t.Verify.NoCache {
+			// A flight that ended between the Get above and join stored its
+			// verdict before it left: look again before checking.
+			if cv, _ := s.cache.Get(ctx, key); cv != nil && cv.Verdict.Toolchain == fp {
+				s.leave(key, f, cv)
+				return cachedOutcome(cv), nil
+			}
+		}
+		if leader {
+			var cv *CachedVerdict
+			defer func() { s.leave(key, f, cv) }() // even if the check panics, waiters go on
+			out, cv, err := s.decide(ctx, run, p, fp, t.Verify, key)
+			return out, err
+		}
+		select {
+		case <-f.done:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		if f.cached != nil && !t.Verify.NoCache {
+			return cachedOutcome(f.cached), nil
+		}
+		// Not cacheable (a timeout, an error) or a fresh check was asked
+		// for: check it here.
+	}
+}
+
+// join returns the flight deciding key, and whether the caller is its
+// leader (it must then decide and leave).
+func (s *Service) join(key string) (*flight, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if f, ok := s.inflight[key]; ok {
+		return f, false
+	}
+	f := &flight{done: make(chan struct{})}
+	s.inflight[key] = f
+	return f, true
+}
+
+// leave ends a flight; cv (nil when the outcome is not cacheable) is what
+// the waiters are answered with.
+func (s *Service) leave(key string, f *flight, cv *CachedVerdict) {
+	f.cached = cv
+	s.mu.Lock()
+	delete(s.inflight, key)
+	s.mu.Unlock()
+	close(f.done)
+}
+
+// cachedOutcome is a stored verdict served again: no step ran.
+func cachedOutcome(cv *CachedVerdict) *Outcome {
+	v := *cv.Verdict
+	v.Cached, v.FirstDecidedAt = true, cv.DecidedAt
+	return &Outcome{Verdict: &v}
+}
+
+// decide checks the proof and stamps the verdict with the toolchain. When
+// key is set and the verdict cacheable it stores it, and returns the entry.
+func (s *Service) decide(ctx context.Context, run RunFunc, p *Profile, fp string, spec *messages.VerifySpec, key string) (*Outcome, *CachedVerdict, error) {
+	verdict, usage, err := s.check(ctx, run, p, spec)
 	var stmt *StatementError
 	if errors.As(err, &stmt) {
-		return nil, &messages.Error{Code: messages.CodeInvalidField, Field: "verify.statement", Msg: stmt.Error()}
+		return nil, nil, &messages.Error{Code: messages.CodeInvalidField, Field: "verify.statement", Msg: stmt.Error()}
 	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return &worker.VerifyOutcome{Verdict: verdict, Wall: usage.Wall, CPU: usage.CPU, PeakMemory: usage.PeakMemory, InForce: usage.InForce}, nil
+	verdict.Toolchain = fp
+	out := &Outcome{Verdict: verdict, Wall: usage.Wall, CPU: usage.CPU, PeakMemory: usage.PeakMemory, InForce: usage.InForce}
+	if key == "" || !cacheable(verdict) {
+		return out, nil, nil
+	}
+	cv := &CachedVerdict{Verdict: verdict, DecidedAt: s.now().UTC()}
+	if err := s.cache.Put(ctx, key, cv); err != nil {
+		s.checker.log.Warn().Err(err).Str("key", key).Msg("verdict not stored in the cache")
+	}
+	return out, cv, nil
 }
 
 // installed checks that the profile's toolchain and binaries exist here.

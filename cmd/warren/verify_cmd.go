@@ -20,6 +20,7 @@ type verifyCmd struct {
 	Batch   string        `name:"batch" short:"b" help:"Batch id. Defaults to one derived from the proofs, so running the same input again re-reads its results instead of checking twice."`
 	Out     string        `name:"out" short:"o" help:"Write results JSONL here (default: stdout)." type:"path"`
 	Timeout time.Duration `name:"timeout" help:"Per-proof wall limit (0: the profile's)."`
+	NoCache bool          `name:"no-cache" help:"Check every proof afresh instead of answering it from the verdict cache (sets verify.no_cache on each task)."`
 }
 
 // verifyLine is one line of the results file.
@@ -41,6 +42,9 @@ func (c *verifyCmd) Run(g *globals) (err error) {
 	for i := range tasks {
 		if c.Timeout > 0 {
 			tasks[i].Limits.WallTimeoutMS = c.Timeout.Milliseconds()
+		}
+		if c.NoCache && tasks[i].Verify != nil {
+			tasks[i].Verify.NoCache = true
 		}
 	}
 	b, err := scheduler.NewBatch(tasks, scheduler.BatchOptions{Batch: c.Batch, Tenant: g.tenant()})

@@ -96,8 +96,13 @@ func TestE2EVerifyCoqCorpus(t *testing.T) {
 			}
 			require.Equal(t, c.Expect.Accepted, r.Verdict.Accepted, fmt.Sprintf("verdict %+v", r.Verdict))
 			require.Equal(t, c.Expect.Reason, r.Verdict.Reason, r.Verdict.Messages)
-			require.NotEmpty(t, r.Sandbox)
+			if r.Verdict.Reason != messages.ReasonDisallowedCommand {
+				// A disallowed command is refused before any step runs: no sandbox to name.
+				require.NotEmpty(t, r.Sandbox)
+			}
 			require.NotContains(t, r.Sandbox, "none", "verdicts come from sandboxed steps")
+			require.True(t, strings.HasPrefix(r.Verdict.Toolchain, "coq:"), "every verdict carries the toolchain fingerprint: %q", r.Verdict.Toolchain)
+			require.False(t, r.Verdict.Cached, "no proof of the corpus repeats another under the same profile")
 		})
 	}
 
@@ -112,4 +117,44 @@ func TestE2EVerifyCoqCorpus(t *testing.T) {
 	data2, err := os.ReadFile(again)
 	require.NoError(t, err)
 	require.ElementsMatch(t, strings.Split(strings.TrimSpace(string(data)), "\n"), strings.Split(strings.TrimSpace(string(data2)), "\n"))
+
+	// The same proofs under a new batch id: decided before, so answered
+	// from the verdict cache, identically; timeouts and out-of-memory
+	// verdicts are never cached and are checked again.
+	cachedOut := filepath.Join(t.TempDir(), "cached.jsonl")
+	_, stderr, code = e.runFor(t, 5*time.Minute, "verify", in, "--batch", "corpus-again", "--out", cachedOut)
+	require.Equal(t, 0, code, stderr)
+	data3, err := os.ReadFile(cachedOut)
+	require.NoError(t, err)
+	for _, l := range strings.Split(strings.TrimSpace(string(data3)), "\n") {
+		var v verifyLine
+		require.NoError(t, json.Unmarshal([]byte(l), &v))
+		first := got[v.ID]
+		require.NotNil(t, v.Verdict, l)
+		require.Equal(t, first.Verdict.Accepted, v.Verdict.Accepted, v.ID)
+		require.Equal(t, first.Verdict.Reason, v.Verdict.Reason, v.ID)
+		require.Equal(t, first.Verdict.Toolchain, v.Verdict.Toolchain, v.ID)
+		switch first.Verdict.Reason {
+		case messages.ReasonTimeout, messages.ReasonOutOfMemory:
+			require.False(t, v.Verdict.Cached, "%s: a %s is never cached", v.ID, first.Verdict.Reason)
+		default:
+			require.True(t, v.Verdict.Cached, "%s: answered from the cache", v.ID)
+			require.False(t, v.Verdict.FirstDecidedAt.IsZero(), v.ID)
+		}
+	}
+
+	// --no-cache checks again.
+	fresh := filepath.Join(t.TempDir(), "fresh.jsonl")
+	one := filepath.Join(t.TempDir(), "one.jsonl")
+	first, _, _ := strings.Cut(batch.String(), "\n")
+	require.NoError(t, os.WriteFile(one, []byte(first+"\n"), 0o644))
+	_, stderr, code = e.runFor(t, 2*time.Minute, "verify", one, "--no-cache", "--out", fresh)
+	require.Equal(t, 0, code, stderr)
+	data4, err := os.ReadFile(fresh)
+	require.NoError(t, err)
+	var v verifyLine
+	require.NoError(t, json.Unmarshal(bytes.TrimSpace(data4), &v))
+	require.True(t, v.Verdict.Accepted)
+	require.False(t, v.Verdict.Cached, "--no-cache: checked afresh")
+	require.NotEmpty(t, v.Sandbox)
 }

@@ -12,9 +12,11 @@ import (
 	"github.com/nats-io/nkeys"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/warrenhq/warren/broker"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/warrenhq/warren/messages"
 	"github.com/warrenhq/warren/sandbox"
 	"github.com/warrenhq/warren/verify"
+	"github.com/warrenhq/warren/verify/verifyworker"
 	"github.com/warrenhq/warren/worker"
 )
 
@@ -30,6 +32,7 @@ type workerFlags struct {
 	VerifyProfiles      string        `name:"verify-profiles" help:"Verify profiles file (see deploy/profiles.yaml). Defaults to the built-in coq profiles. Profiles whose checker is not installed are not offered." type:"path"`
 	SealKey             string        `name:"seal-key" env:"WARREN_SEAL_KEY" help:"The pool's seed file (warren keys init) that opens tasks' sealed secrets. Without it, a task with secrets gets a secrets_unavailable result." type:"path"`
 	MetricsListen       string        `name:"metrics-listen" help:"Serve Prometheus metrics (/metrics) and health checks (/healthz, /readyz) on this host:port, e.g. 127.0.0.1:9464. Off by default."`
+	NoVerdictCache      bool          `name:"no-verdict-cache" help:"Check every proof, never answering one from the shared verdict cache (bucket warren_verdicts)."`
 	DrainTimeout        time.Duration `name:"drain-timeout" help:"On the first SIGTERM/SIGINT, how long running tasks may finish before they are cancelled and handed back to the queue." default:"5m"`
 
 	pullWait time.Duration   // shorter for a client's short-lived in-process worker
@@ -66,7 +69,7 @@ func (f *workerFlags) buildWorker(ctx context.Context, g *globals, nc *nats.Conn
 	if iso == sandbox.IsolationNone {
 		g.Log.Warn().Msg("INSECURE: tasks run without isolation (--insecure-no-isolation)")
 	}
-	verifier, err := f.buildVerifier(g)
+	verifier, err := f.buildVerifier(g, nc)
 	if err != nil {
 		return nil, err
 	}
@@ -107,7 +110,7 @@ func (f *workerFlags) buildWorker(ctx context.Context, g *globals, nc *nats.Conn
 }
 
 // buildVerifier loads the verify profiles and offers those installed here.
-func (f *workerFlags) buildVerifier(g *globals) (worker.Verifier, error) {
+func (f *workerFlags) buildVerifier(g *globals, nc *nats.Conn) (worker.Verifier, error) {
 	var ps *verify.Profiles
 	var err error
 	if f.VerifyProfiles != "" {
@@ -122,14 +125,22 @@ func (f *workerFlags) buildVerifier(g *globals) (worker.Verifier, error) {
 	if err != nil {
 		return nil, err
 	}
-	svc, skipped := verify.NewService(checker, ps)
+	var cache verify.VerdictCache
+	if !f.NoVerdictCache {
+		js, err := jetstream.New(nc)
+		if err != nil {
+			return nil, err
+		}
+		cache = verify.NewKVCache(js)
+	}
+	svc, skipped := verify.NewService(checker, ps, cache)
 	for name, why := range skipped {
 		g.Log.Info().Str("profile", name).Str("reason", why.Error()).Msg("verify profile not offered: its checker is not installed here")
 	}
 	if len(svc.Profiles()) == 0 {
 		return nil, nil
 	}
-	return svc, nil
+	return verifyworker.New(svc), nil
 }
 
 // selfTest runs /bin/true in the configured mode and returns what was in

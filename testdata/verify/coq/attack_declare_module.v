@@ -1,0 +1,5 @@
+Require Import Coq.Structures.Equalities.
+Declare Module X : Typ.
+
+Theorem add_zero : forall n : nat, n + 0 = n.
+Proof. intros n. induction n as [|n IH]; simpl; [reflexivity | rewrite IH; reflexivity]. Qed.

@@ -1,0 +1,1 @@
+#[local] Local Load "/tmp/warren-verify-canary/Secret.v".

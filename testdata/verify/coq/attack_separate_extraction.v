@@ -1,0 +1,4 @@
+Require Extraction.
+Theorem add_zero : forall n : nat, n + 0 = n.
+Proof. intros n. induction n as [|n IH]; simpl; [reflexivity | rewrite IH; reflexivity]. Qed.
+Separate Extraction add_zero.

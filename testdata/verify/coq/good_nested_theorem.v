@@ -1,0 +1,4 @@
+Module M. Module N.
+#[global] Theorem add_zero : forall n : nat, n + 0 = n.
+Proof. intros n. induction n as [|n IH]; simpl; [reflexivity | rewrite IH; reflexivity]. Qed.
+End N. End M.
