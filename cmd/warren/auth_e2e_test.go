@@ -172,6 +172,13 @@ func TestE2EAuthFleet(t *testing.T) {
 	_, stderr, code = runCmd(t, c)
 	require.NotEqual(t, 0, code)
 	require.Contains(t, stderr, "Authorization Violation")
+
+	// doctor, as the admin, reports the bus's protections.
+	out, stderr, code = runCmd(t, a.as(ctx, broker.AdminCreds, "doctor"))
+	require.Equal(t, 0, code, "%s\n%s", out, stderr)
+	require.Regexp(t, `ok\s+broker TLS\s+TLS, server verified`, out)
+	require.Regexp(t, `ok\s+broker auth\s+required; connected with admin credentials`, out)
+	require.Regexp(t, `ok\s+stream WARREN_RESULTS\s+1 replica\(s\), compatible`, out)
 }
 
 // TestE2EAuthUp: `warren up --auth-dir` enforces the directory for its
