@@ -151,7 +151,6 @@ func (s *Server) Start(ctx context.Context) error {
 	return nil
 }
 
-
 // ClientURL is the URL other processes connect to ("" with DontListen).
 func (s *Server) ClientURL() string {
 	if s.ns == nil || s.cfg.DontListen {

@@ -9,10 +9,10 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nkeys"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/warrenhq/warren/broker"
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/warrenhq/warren/messages"
 	"github.com/warrenhq/warren/sandbox"
 	"github.com/warrenhq/warren/verify"
