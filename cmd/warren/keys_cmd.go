@@ -14,7 +14,7 @@ import (
 // keysCmd manages a pool's sealing key pair: workers open task secrets
 // with the seed, submitters seal to the public key.
 type keysCmd struct {
-	Init keysInitCmd `cmd:"" help:"Create a pool's sealing key: DIR/pool-POOL.xk (seed, for workers' --seal-key) and DIR/pool-POOL.pub (for submitters' --pool-key)."`
+	Init keysInitCmd `cmd:"" help:"Create a pool's sealing key: DIR/pool-POOL.xkey (seed, for workers' --seal-key) and DIR/pool-POOL.pub (for submitters' --pool-key)."`
 	Show keysShowCmd `cmd:"" help:"Print a pool's public sealing key (for --pool-key / WARREN_POOL_KEY)."`
 }
 
@@ -23,7 +23,7 @@ type keysDir struct {
 	Pool string `name:"pool" default:"default" help:"Worker pool the key is for."`
 }
 
-func (k keysDir) seedPath() string { return filepath.Join(k.Dir, "pool-"+k.Pool+".xk") }
+func (k keysDir) seedPath() string { return filepath.Join(k.Dir, "pool-"+k.Pool+".xkey") }
 func (k keysDir) pubPath() string  { return filepath.Join(k.Dir, "pool-"+k.Pool+".pub") }
 
 type keysInitCmd struct{ keysDir }

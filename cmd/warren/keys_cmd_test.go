@@ -24,7 +24,7 @@ func TestE2ESecretsThroughTheCLI(t *testing.T) {
 	require.Zero(t, code, stderr)
 	pub = strings.TrimSpace(pub)
 	require.True(t, nkeys.IsValidPublicCurveKey(pub), pub)
-	st, err := os.Stat(filepath.Join(dir, "pool-default.xk"))
+	st, err := os.Stat(filepath.Join(dir, "pool-default.xkey"))
 	require.NoError(t, err)
 	require.Equal(t, os.FileMode(0o600), st.Mode().Perm())
 	shown, _, code := e.run(t, "keys", "show", "--dir", dir)
@@ -34,7 +34,7 @@ func TestE2ESecretsThroughTheCLI(t *testing.T) {
 	require.NotZero(t, code, "a second init must not replace the key")
 	require.Contains(t, stderr, "exists")
 
-	e.startWorker(t, 1, "--seal-key", filepath.Join(dir, "pool-default.xk"))
+	e.startWorker(t, 1, "--seal-key", filepath.Join(dir, "pool-default.xkey"))
 	const secret = "cli-secret-5a8e1f"
 	script := `echo "tok=$API_TOKEN"; printf %s "$API_TOKEN" | wc -c`
 	for name, args := range map[string][]string{
