@@ -3,6 +3,7 @@ package sandbox
 import (
 	"context"
 	"fmt"
+	"go.uber.org/goleak"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -29,6 +30,14 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	if testInitBuilt != "" {
 		_ = os.RemoveAll(filepath.Dir(testInitBuilt))
+	}
+	if code == 0 {
+		// Runners own their goroutines (warm pool, teardown): Close and
+		// each run wait for them, so none may outlive the tests.
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
 	}
 	os.Exit(code)
 }

@@ -3,7 +3,9 @@ package verify
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"github.com/rs/zerolog"
+	"go.uber.org/goleak"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,7 +19,16 @@ import (
 
 func TestMain(m *testing.M) {
 	sandbox.MaybeInit()
-	os.Exit(m.Run())
+	code := m.Run()
+	if code == 0 {
+		// REPL pools and the service's single-flight own their goroutines
+		// (Close waits for them): none may outlive the tests.
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
 }
 
 var inCI = os.Getenv("CI") == "true"

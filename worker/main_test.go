@@ -13,6 +13,7 @@ import (
 	"github.com/warrenhq/warren/messages"
 	"github.com/warrenhq/warren/sandbox"
 	"github.com/warrenhq/warren/worker"
+	"go.uber.org/goleak"
 )
 
 // helperWorkerEnv makes the test binary act as a worker process connected to
@@ -24,7 +25,16 @@ func TestMain(m *testing.M) {
 	if url := os.Getenv(helperWorkerEnv); url != "" {
 		os.Exit(runHelperWorker(url))
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	if code == 0 {
+		// Every goroutine a worker starts is owned and waited for by Stop:
+		// none may outlive the tests.
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
 }
 
 func maxDeliverFromEnv() int {
