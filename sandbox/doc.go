@@ -39,7 +39,14 @@
 //
 // Ids: a root worker gives every concurrent run its own host uid (= gid)
 // from Config.UIDBase/UIDCount, mapped 1:1 inside, with no supplementary
-// groups; the uid returns to the pool only once teardown is verified (the
+// groups. The range must be mapped in the worker's own user namespace
+// (/proc/self/uid_map and gid_map: root of a container whose namespace
+// maps only 0..65535 cannot give a file to uid 1900000000, chown fails
+// with EINVAL). By default it is DefaultUIDBase.. where that is mapped
+// (any host outside a user namespace), else the top of the ids mapped in
+// both maps, skipping ids below 1000, 65534 and 65535 and ids named in
+// /etc/passwd or /etc/group (in a 0..65535 container: 64510..65533); an
+// explicit range outside the maps fails New with the maps and the fix; the uid returns to the pool only once teardown is verified (the
 // run's cgroup is empty, or no process of the uid is left in /proc, and the
 // scratch directory is gone), otherwise it is quarantined. An ordinary
 // worker maps its own uid and gid 1:1 (it cannot map any other); its

@@ -29,13 +29,22 @@ type Config struct {
 	Defaults Limits
 	// Logger receives setup diagnostics. Defaults to a disabled logger.
 	Logger zerolog.Logger
-	// UIDBase is the first host uid (and gid) of the range a root worker
-	// gives its sandboxes, one dedicated id per concurrent run. Unused when
-	// the worker is not root (its own uid is mapped 1:1 instead). Defaults
-	// to DefaultUIDBase, above the ranges systemd and /etc/subuid use.
+	// UIDBase is the first uid (and gid) of the range a root worker gives
+	// its sandboxes, one dedicated id per concurrent run; the whole range
+	// must be mapped in the worker's user namespace (/proc/self/uid_map and
+	// gid_map), else New fails naming the map. Unused when the worker is
+	// not root (its own uid is mapped 1:1 instead). Defaults to an
+	// automatic choice: DefaultUIDBase (above the ranges systemd and
+	// /etc/subuid use) where that range is mapped, as on any host outside
+	// a container; inside a user namespace that maps fewer ids (a
+	// container mapping 0..65535) the top of the mapped ids, skipping ids
+	// below 1000, 65534/65535 and ids named in /etc/passwd or /etc/group
+	// (chooseUIDRange has the rule).
 	UIDBase uint32
 	// UIDCount is the size of that range; it bounds the number of
-	// concurrent runs of a root worker. Defaults to DefaultUIDCount.
+	// concurrent runs of a root worker. Defaults to DefaultUIDCount (the
+	// automatic choice takes fewer when no mapped run of free ids is that
+	// long).
 	UIDCount uint32
 	// Prestart is how many warm sandboxes a Runner keeps ready per view
 	// (up to 4 views: mode, read-only paths, network, /tmp size). A warm
@@ -84,8 +93,6 @@ func (c Config) withDefaults() Config {
 	c.Isolation = cmp.Or(c.Isolation, IsolationAuto)
 	c.ScratchRoot = cmp.Or(c.ScratchRoot, filepath.Join(os.TempDir(), "warren-sandboxes"))
 	c.Defaults = c.Defaults.withDefaults(DefaultLimits)
-	c.UIDBase = cmp.Or(c.UIDBase, DefaultUIDBase)
-	c.UIDCount = cmp.Or(c.UIDCount, DefaultUIDCount)
 	c.LandlockMinABI = cmp.Or(c.LandlockMinABI, landlockMinABIDefault)
 	c.InitPath = cmp.Or(c.InitPath, defaultInitPath())
 	return c
@@ -100,7 +107,7 @@ func (c Config) validate() error {
 	if c.Isolation == IsolationNone && !c.AllowInsecure {
 		return fmt.Errorf("sandbox config: Isolation none needs AllowInsecure: %w", ErrInsecureRefused)
 	}
-	if c.UIDBase == 0 || uint64(c.UIDBase)+uint64(c.UIDCount) > 1<<32-2 {
+	if uint64(c.UIDBase)+uint64(c.UIDCount) > 1<<32-2 {
 		return fmt.Errorf("sandbox config: UIDBase %d with UIDCount %d must stay within 1..4294967294", c.UIDBase, c.UIDCount)
 	}
 	if c.LandlockMinABI < 1 || c.LandlockMinABI >= len(landlockABIFeatures) {
@@ -115,6 +122,23 @@ func (c Config) validate() error {
 	if !filepath.IsAbs(c.ScratchRoot) {
 		return fmt.Errorf("sandbox config: ScratchRoot %q must be an absolute path", c.ScratchRoot)
 	}
+	return nil
+}
+
+// resolveUIDRange sets UIDBase and UIDCount to the range a root worker
+// uses (workerUIDRange); for an ordinary worker, which has no range, to
+// the defaults.
+func (c *Config) resolveUIDRange() error {
+	if os.Geteuid() != 0 {
+		c.UIDBase = cmp.Or(c.UIDBase, DefaultUIDBase)
+		c.UIDCount = cmp.Or(c.UIDCount, DefaultUIDCount)
+		return nil
+	}
+	r, err := workerUIDRange(c.UIDBase, c.UIDCount)
+	if err != nil {
+		return fmt.Errorf("sandbox config: UIDBase/UIDCount: %w", err)
+	}
+	c.UIDBase, c.UIDCount = r.base, r.count
 	return nil
 }
 
@@ -144,6 +168,9 @@ type Runner struct {
 func New(cfg Config) (*Runner, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if err := cfg.resolveUIDRange(); err != nil {
 		return nil, err
 	}
 	if err := os.MkdirAll(cfg.ScratchRoot, 0o711); err != nil {
