@@ -154,7 +154,7 @@ func chooseUIDRange(uids, gids idMap, base, count uint32, taken []uint64) (uidRa
 		if c, err := autoUIDRange(uids, gids, want, count == 0, taken); err == nil {
 			hint += fmt.Sprintf(" (here: %d..%d)", c.base, c.base+c.count-1)
 		}
-		return uidRangeChoice{}, fmt.Errorf("%w: sandbox uids %d..%d are not all mapped (%s, %s): choose a mapped range with --uid-base/--uid-count (Config.UIDBase/UIDCount), or %s",
+		return uidRangeChoice{}, fmt.Errorf("%w: uids %d..%d (%s, %s): choose a mapped range with --uid-base/--uid-count (Config.UIDBase/UIDCount), or %s",
 			ErrUIDRangeUnmapped, base, uint64(base)+want-1, uids, gids, hint)
 	}
 	if uids.covers(DefaultUIDBase, want) && gids.covers(DefaultUIDBase, want) {

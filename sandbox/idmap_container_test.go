@@ -98,7 +98,7 @@ func TestChooseUIDRange(t *testing.T) {
 		{name: "container: count only", uids: "0 100000 65536", gids: "0 100000 65536", count: 8, want: uidRangeChoice{65526, 8}},
 		{name: "container: local users are skipped", uids: "0 100000 65536", gids: "0 100000 65536", count: 8, taken: []uint64{65530}, want: uidRangeChoice{65522, 8}},
 		{name: "container: explicit inside", uids: "0 100000 65536", gids: "0 100000 65536", base: 2000, count: 100, want: uidRangeChoice{2000, 100}},
-		{name: "container: explicit outside", uids: "0 100000 65536", gids: "0 100000 65536", base: 65000, count: 1000, err: "sandbox uids 65000..65999 are not all mapped"},
+		{name: "container: explicit outside", uids: "0 100000 65536", gids: "0 100000 65536", base: 65000, count: 1000, err: "uids 65000..65999 ("},
 		{name: "gid map narrower", uids: "0 100000 65536", gids: "0 100000 5000", want: uidRangeChoice{5000 - DefaultUIDCount, DefaultUIDCount}},
 		{name: "two extents: the higher", uids: "0 100000 3000\n40000 200000 2000", gids: full, want: uidRangeChoice{42000 - DefaultUIDCount, DefaultUIDCount}},
 		{name: "short map: what there is", uids: "0 100000 1100", gids: "0 100000 1100", want: uidRangeChoice{1000, 100}},

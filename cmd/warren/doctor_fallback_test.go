@@ -46,7 +46,7 @@ func TestDoctorReportsTheLandlockFallback(t *testing.T) {
 				"namespace mode":        "NO sandbox setup failed at start init",
 				"landlock mode":         "ok probe sandbox ran: landlock+seccomp",
 				"isolation auto":        "ok landlock+seccomp",
-				"isolation namespace":   "NO refused (namespaces unavailable)",
+				"isolation namespace":   "NO refused (its probe sandbox failed: see namespace mode)",
 			},
 			modes: "landlock",
 		},
