@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 )
 
@@ -151,18 +150,8 @@ func probeLandlock(ctx context.Context, cfg Config, namespaces bool) (checks []C
 	if abi.OK {
 		c.Isolation = IsolationLandlock
 		c.Prestart = 0
-		if cfg.ScratchRoot == "" {
-			// As the namespace probe: a private root, so the probe never
-			// depends on who created the default one.
-			dir, err := os.MkdirTemp("", "warren-probe-")
-			if err != nil {
-				mode.Detail = "creating a scratch root: " + err.Error()
-				return append(checks, mode), false
-			}
-			defer os.RemoveAll(dir)
-			_ = os.Chmod(dir, 0o711)
-			c.ScratchRoot = dir
-		}
+		// As the namespace probe: the worker's own scratch root.
+		c.ScratchRoot = cfg.ScratchRoot
 		r, err := New(c)
 		if err == nil {
 			var res *Result

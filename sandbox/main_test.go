@@ -88,6 +88,8 @@ func helperMain(mode string) int {
 		argv = []string{"/bin/cat", "/proc/self/status"}
 	case "container":
 		return containerHelper()
+	case "scratch":
+		return scratchHelper()
 	default:
 		fmt.Fprintln(os.Stderr, "unknown helper mode", mode)
 		return 2

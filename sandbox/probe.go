@@ -103,16 +103,8 @@ func probeNamespace(ctx context.Context, cfg Config) Check {
 	c := Check{Name: "namespace mode"}
 	cfg.Isolation = IsolationNamespace
 	cfg.Prestart = 0
-	if cfg.ScratchRoot == "" {
-		dir, err := os.MkdirTemp("", "warren-probe-")
-		if err != nil {
-			c.Detail = "creating a scratch root: " + err.Error()
-			return c
-		}
-		defer os.RemoveAll(dir)
-		_ = os.Chmod(dir, 0o711)
-		cfg.ScratchRoot = dir
-	}
+	// The worker's own scratch root (the per-user default unless set):
+	// the probe must fail where the worker would.
 	r, err := New(cfg)
 	if err != nil {
 		c.Detail, c.Fix = err.Error(), setupFix(err)
@@ -169,6 +161,8 @@ func setupFix(err error) string {
 	switch {
 	case errors.Is(err, ErrUIDRangeUnmapped):
 		return uidRangeFix
+	case errors.Is(err, ErrScratchRootNotPrivate):
+		return "the default scratch root is not this user's own: remove it (as its owner), or pass --scratch-root"
 	case errors.As(err, &se) && strings.HasPrefix(se.Step, "chown") && errors.Is(err, unix.EINVAL):
 		m, _ := readIDMap(uidMapPath)
 		return "the sandbox uid is not mapped in this user namespace (" + m.String() + "): " + uidRangeFix

@@ -21,8 +21,12 @@ type Config struct {
 	// untrusted code without a sandbox is always a deliberate, visible
 	// choice. Defaults to false.
 	AllowInsecure bool
-	// ScratchRoot holds one scratch directory per run. Defaults to
-	// $TMPDIR/warren-sandboxes.
+	// ScratchRoot holds one scratch directory per run; created (0711) when
+	// missing. Defaults to $TMPDIR/warren-sandboxes-<euid>, private to the
+	// worker's user, so root and ordinary users share no directory: made
+	// 0700 (0711 as root, whose sandbox uids must reach their own
+	// directory in it) and refused (ErrScratchRootNotPrivate) when it
+	// exists owned by another user, as a symlink or writable by others.
 	ScratchRoot string
 	// Defaults fills zero fields of every Spec's Limits. Defaults to
 	// DefaultLimits.
@@ -91,7 +95,7 @@ var DefaultLimits = Limits{
 
 func (c Config) withDefaults() Config {
 	c.Isolation = cmp.Or(c.Isolation, IsolationAuto)
-	c.ScratchRoot = cmp.Or(c.ScratchRoot, filepath.Join(os.TempDir(), "warren-sandboxes"))
+	c.ScratchRoot = cmp.Or(c.ScratchRoot, defaultScratchRoot())
 	c.Defaults = c.Defaults.withDefaults(DefaultLimits)
 	c.LandlockMinABI = cmp.Or(c.LandlockMinABI, landlockMinABIDefault)
 	c.InitPath = cmp.Or(c.InitPath, defaultInitPath())
@@ -160,12 +164,15 @@ type Runner struct {
 	init initBinary // the sandbox init (init_binary.go)
 	log  zerolog.Logger
 	ns   nsState // namespace mode (namespace.go)
+	// defaultRoot: cfg.ScratchRoot is the per-user default (scratch_root.go).
+	defaultRoot bool
 }
 
 // New checks the configuration and returns a Runner. It does not probe the
 // kernel; a mode that turns out to be unavailable fails its first Run with
 // ErrUnavailable (fail closed), and `warren doctor` probes up front.
 func New(cfg Config) (*Runner, error) {
+	explicitRoot := cfg.ScratchRoot != ""
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, err
@@ -173,14 +180,14 @@ func New(cfg Config) (*Runner, error) {
 	if err := cfg.resolveUIDRange(); err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(cfg.ScratchRoot, 0o711); err != nil {
-		return nil, &SetupError{Step: "create scratch root", Path: cfg.ScratchRoot, Err: err}
+	if err := makeScratchRoot(cfg.ScratchRoot, explicitRoot); err != nil {
+		return nil, err
 	}
 	init, err := openInit(cfg.InitPath)
 	if err != nil {
 		return nil, err
 	}
-	r := &Runner{cfg: cfg, init: init, log: cfg.Logger.With().Str("component", "sandbox").Logger()}
+	r := &Runner{cfg: cfg, init: init, log: cfg.Logger.With().Str("component", "sandbox").Logger(), defaultRoot: !explicitRoot}
 	// Sweeps what dead workers left behind, and starts the warm pool.
 	r.nsInit()
 	return r, nil
