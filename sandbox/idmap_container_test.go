@@ -122,3 +122,25 @@ func TestChooseUIDRange(t *testing.T) {
 		})
 	}
 }
+
+// FuzzParseIDMap: any input parses or errors without panicking, and a
+// range chosen from a parsed map is mapped in it.
+func FuzzParseIDMap(f *testing.F) {
+	for _, s := range []string{"0 0 4294967295\n", "         0     100000      65536\n", "0 1000 1\n1 100000 65536\n", "x", "0 0"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		m, err := parseIDMap(s)
+		if err != nil {
+			return
+		}
+		c, err := chooseUIDRange(m, m, 0, 0, nil)
+		if err != nil {
+			require.ErrorIs(t, err, ErrUIDRangeUnmapped)
+			return
+		}
+		require.NotZero(t, c.count)
+		require.True(t, m.covers(uint64(c.base), uint64(c.count)), "%+v not in %s", c, m)
+		require.GreaterOrEqual(t, c.base, uint32(autoUIDMin))
+	})
+}
