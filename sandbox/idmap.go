@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"bufio"
+	"cmp"
 	"errors"
 	"fmt"
 	"os"
@@ -103,18 +104,8 @@ func intersect(a, b idMap) []idRun {
 			}
 		}
 	}
-	slices.SortFunc(runs, func(p, q idRun) int { return cmpUint(p.base, q.base) })
+	slices.SortFunc(runs, func(p, q idRun) int { return cmp.Compare(p.base, q.base) })
 	return runs
-}
-
-func cmpUint(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // The automatic choice never takes ids below autoUIDMin (system users and
