@@ -39,11 +39,26 @@
 //
 // Ids: a root worker gives every concurrent run its own host uid (= gid)
 // from Config.UIDBase/UIDCount, mapped 1:1 inside, with no supplementary
-// groups; the uid returns to the pool only once teardown is verified (the
+// groups. The range must be mapped in the worker's own user namespace
+// (/proc/self/uid_map and gid_map: root of a container whose namespace
+// maps only 0..65535 cannot give a file to uid 1900000000, chown fails
+// with EINVAL). By default it is DefaultUIDBase.. where that is mapped
+// (any host outside a user namespace), else the top of the ids mapped in
+// both maps, skipping ids below 1000, 65534 and 65535 and ids named in
+// /etc/passwd or /etc/group (in a 0..65535 container: 64510..65533); an
+// explicit range outside the maps fails New with the maps and the fix
+// (ErrUIDRangeUnmapped); the uid returns to the pool only once teardown is verified (the
 // run's cgroup is empty, or no process of the uid is left in /proc, and the
 // scratch directory is gone), otherwise it is quarantined. An ordinary
 // worker maps its own uid and gid 1:1 (it cannot map any other); its
 // supplementary groups stay, as they would for any process it starts.
+//
+// Scratch directories live under Config.ScratchRoot, by default one per
+// user ($TMPDIR/warren-sandboxes-<euid>), so root and ordinary users on one
+// host never share it: created 0700 (0711 as root, for its sandbox uids),
+// and refused (ErrScratchRootNotPrivate) when it exists as a symlink, owned
+// by another user or writable by others, since anyone may create that
+// name first in a shared /tmp.
 //
 // The init keeps four capabilities inside the new user namespace only
 // (CAP_SYS_ADMIN, CAP_NET_ADMIN, CAP_SETPCAP, CAP_SYS_RESOURCE, as ambient
@@ -197,9 +212,11 @@
 // (kernel.apparmor_restrict_unprivileged_userns), not disabled
 // (user.max_user_namespaces > 0, kernel.unprivileged_userns_clone where it
 // exists), and no seccomp filter blocking clone/unshare (containers).
-// Probe (`warren doctor`) launches a real probe sandbox (creating a
-// namespace proves nothing: the probe must mount inside it) and names the
-// fix for each failure. Where the host refuses the namespace mode itself
+// Probe (`warren doctor`) launches a real probe sandbox per mode, with the
+// uid range and scratch root the worker would use (creating a namespace
+// proves nothing: the probe must mount inside it), says what each
+// isolation value gives from the probes that ran (never ok for a mode
+// whose probe failed), and names the fix for each failure. Where the host refuses the namespace mode itself
 // (the init's clone refused, or its first mount in the fresh namespaces
 // refused as under AppArmor's restriction) the error wraps ErrUnavailable
 // and `auto` runs the Landlock mode instead; the namespace mode's warm
@@ -224,7 +241,8 @@
 //     cgroups, until the next Runner on that scratch root starts: names
 //     carry their owner (worker pid and start time) and New sweeps those
 //     of dead owners (under its own cgroup only; names from before this
-//     scheme are left alone).
+//     scheme are left alone), on the default root also in the old shared
+//     $TMPDIR/warren-sandboxes when this user owns it.
 //   - The command is pid 1: signals from inside its namespace without a
 //     handler are ignored by it (SIGXCPU too: the CPU limit ends it with
 //     the SIGKILL a second after the limit), and it reaps (or not) its own

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 )
 
@@ -61,9 +60,10 @@ type landlockStatus struct {
 }
 
 // landlockReport probes Landlock and says what each mode gives here, given
-// the configured floor and whether the namespace mode works (the caller's
-// own probe).
-func landlockReport(minABI int, namespaces bool) landlockStatus {
+// the configured floor and whether the namespace mode and the Landlock
+// mode work (the caller's own probe sandboxes): a mode whose probe failed
+// is refused, whatever the ABI allows.
+func landlockReport(minABI int, namespaces, landlockRan bool) landlockStatus {
 	if minABI == 0 {
 		minABI = landlockMinABIDefault
 	}
@@ -76,6 +76,16 @@ func landlockReport(minABI int, namespaces bool) landlockStatus {
 	if llErr != nil {
 		st.Error = llErr.Error()
 	}
+	if llErr == nil && !landlockRan {
+		st.Modes[IsolationLandlock] = "refused: its probe sandbox failed (see landlock mode)"
+		st.Modes[IsolationNamespace] = nsRefused
+		st.Modes[IsolationAuto] = "refused (no isolation available)"
+		if namespaces {
+			st.Modes[IsolationNamespace] = "namespace" + inForceLayer
+			st.Modes[IsolationAuto] = "namespace" + inForceLayer
+		}
+		return st
+	}
 	switch {
 	case namespaces && llErr == nil:
 		st.Modes[IsolationNamespace] = "namespace" + inForceLayer
@@ -86,16 +96,20 @@ func landlockReport(minABI int, namespaces bool) landlockStatus {
 		st.Modes[IsolationLandlock] = "refused: " + shortReason(llErr)
 		st.Modes[IsolationAuto] = "namespace"
 	case llErr == nil:
-		st.Modes[IsolationNamespace] = "refused (namespaces unavailable)"
+		st.Modes[IsolationNamespace] = nsRefused
 		st.Modes[IsolationLandlock] = inForceLandlock
 		st.Modes[IsolationAuto] = inForceLandlock
 	default:
-		st.Modes[IsolationNamespace] = "refused (namespaces unavailable)"
+		st.Modes[IsolationNamespace] = nsRefused
 		st.Modes[IsolationLandlock] = "refused: " + shortReason(llErr)
 		st.Modes[IsolationAuto] = "refused (no isolation available)"
 	}
 	return st
 }
+
+// nsRefused is what isolation namespace gives when the namespace mode's
+// probe sandbox did not run, whatever the cause.
+const nsRefused = "refused (its probe sandbox failed: see namespace mode)"
 
 func shortReason(err error) string {
 	s := err.Error()
@@ -125,7 +139,7 @@ func (s landlockStatus) Lines() []string {
 // of the namespace probe.
 func probeLandlock(ctx context.Context, cfg Config, namespaces bool) (checks []Check, works bool) {
 	c := cfg.withDefaults()
-	st := landlockReport(c.LandlockMinABI, namespaces)
+	st := landlockReport(c.LandlockMinABI, namespaces, true)
 	lines := st.Lines()
 	abi := Check{Name: "landlock layer", OK: st.Error == "", Detail: strings.TrimPrefix(lines[0], "landlock: ")}
 	if !abi.OK {
@@ -136,18 +150,8 @@ func probeLandlock(ctx context.Context, cfg Config, namespaces bool) (checks []C
 	if abi.OK {
 		c.Isolation = IsolationLandlock
 		c.Prestart = 0
-		if cfg.ScratchRoot == "" {
-			// As the namespace probe: a private root, so the probe never
-			// depends on who created the default one.
-			dir, err := os.MkdirTemp("", "warren-probe-")
-			if err != nil {
-				mode.Detail = "creating a scratch root: " + err.Error()
-				return append(checks, mode), false
-			}
-			defer os.RemoveAll(dir)
-			_ = os.Chmod(dir, 0o711)
-			c.ScratchRoot = dir
-		}
+		// As the namespace probe: the worker's own scratch root.
+		c.ScratchRoot = cfg.ScratchRoot
 		r, err := New(c)
 		if err == nil {
 			var res *Result
@@ -160,13 +164,15 @@ func probeLandlock(ctx context.Context, cfg Config, namespaces bool) (checks []C
 			}
 		}
 		if err != nil {
-			mode.Detail = err.Error()
+			mode.Detail, mode.Fix = err.Error(), setupFix(err)
 		}
 	} else {
 		mode.Detail = "refused below the ABI floor"
 		mode.Fix = abi.Fix
 	}
 	checks = append(checks, mode)
+	// What each isolation value gives, from the probes that ran.
+	st = landlockReport(c.LandlockMinABI, namespaces, mode.OK)
 	for _, m := range []Isolation{IsolationAuto, IsolationNamespace, IsolationLandlock} {
 		checks = append(checks, Check{Name: "isolation " + string(m), OK: !strings.HasPrefix(st.Modes[m], "refused"), Detail: st.Modes[m]})
 	}

@@ -95,6 +95,10 @@ func helperMain(mode string) int {
 		argv = []string{"/bin/sh", "-c", os.Getenv("WARREN_SANDBOX_TEST_SCRIPT")}
 	case "status":
 		argv = []string{"/bin/cat", "/proc/self/status"}
+	case "container":
+		return containerHelper()
+	case "scratch":
+		return scratchHelper()
 	default:
 		fmt.Fprintln(os.Stderr, "unknown helper mode", mode)
 		return 2

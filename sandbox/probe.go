@@ -73,12 +73,11 @@ func Probe(ctx context.Context, cfg Config) Report {
 	if unix.Uname(&uts) == nil {
 		rep.Checks = append(rep.Checks, Check{Name: "kernel", OK: true, Detail: unix.ByteSliceToString(uts.Release[:])})
 	}
-	who := fmt.Sprintf("uid %d (sandboxes get a 1:1 mapping of this user)", os.Geteuid())
 	if os.Geteuid() == 0 {
-		c := cfg.withDefaults()
-		who = fmt.Sprintf("root (sandboxes get dedicated uids %d..%d)", c.UIDBase, c.UIDBase+c.UIDCount-1)
+		rep.Checks = append(rep.Checks, Check{Name: "worker user", OK: true, Detail: "root (sandboxes get dedicated uids)"}, uidRangeCheck(cfg))
+	} else {
+		rep.Checks = append(rep.Checks, Check{Name: "worker user", OK: true, Detail: fmt.Sprintf("uid %d (sandboxes get a 1:1 mapping of this user)", os.Geteuid())})
 	}
-	rep.Checks = append(rep.Checks, Check{Name: "worker user", OK: true, Detail: who})
 	rep.Checks = append(rep.Checks, hostChecks()...)
 
 	ns := probeNamespace(ctx, cfg)
@@ -104,19 +103,11 @@ func probeNamespace(ctx context.Context, cfg Config) Check {
 	c := Check{Name: "namespace mode"}
 	cfg.Isolation = IsolationNamespace
 	cfg.Prestart = 0
-	if cfg.ScratchRoot == "" {
-		dir, err := os.MkdirTemp("", "warren-probe-")
-		if err != nil {
-			c.Detail = "creating a scratch root: " + err.Error()
-			return c
-		}
-		defer os.RemoveAll(dir)
-		_ = os.Chmod(dir, 0o711)
-		cfg.ScratchRoot = dir
-	}
+	// The worker's own scratch root (the per-user default unless set):
+	// the probe must fail where the worker would.
 	r, err := New(cfg)
 	if err != nil {
-		c.Detail = err.Error()
+		c.Detail, c.Fix = err.Error(), setupFix(err)
 		return c
 	}
 	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
@@ -143,8 +134,49 @@ func probeNamespace(ctx context.Context, cfg Config) Check {
 	return c
 }
 
+// uidRangeCheck reports the sandbox uid range a root worker with cfg uses,
+// and the id maps it comes from (Config.UIDBase).
+func uidRangeCheck(cfg Config) Check {
+	c := Check{Name: "sandbox uids"}
+	cfg = cfg.withDefaults()
+	if err := cfg.resolveUIDRange(); err != nil {
+		c.Detail, c.Fix = err.Error(), uidRangeFix
+		return c
+	}
+	c.OK = true
+	c.Detail = fmt.Sprintf("%d..%d", cfg.UIDBase, uint64(cfg.UIDBase)+uint64(cfg.UIDCount)-1)
+	if m, err := readIDMap(uidMapPath); err == nil {
+		c.Detail += ", mapped in " + m.String()
+	}
+	return c
+}
+
+// uidRangeFix is the fix for a sandbox uid range outside the id maps.
+const uidRangeFix = "pass --uid-base/--uid-count (Config.UIDBase/UIDCount) inside the ids /proc/self/uid_map and gid_map map, or leave them unset for the automatic choice; or map more ids into the worker's user namespace"
+
+// setupFix names the most likely cause of a failed probe sandbox, in any
+// mode, when it is not the host refusing namespaces.
+func setupFix(err error) string {
+	var se *SetupError
+	switch {
+	case errors.Is(err, ErrUIDRangeUnmapped):
+		return uidRangeFix
+	case errors.Is(err, ErrScratchRootNotPrivate):
+		return "the default scratch root is not this user's own: remove it (as its owner), or pass --scratch-root"
+	case errors.As(err, &se) && strings.HasPrefix(se.Step, "chown") && errors.Is(err, unix.EINVAL):
+		m, _ := readIDMap(uidMapPath)
+		return "the sandbox uid is not mapped in this user namespace (" + m.String() + "): " + uidRangeFix
+	case errors.As(err, &se) && errors.Is(err, unix.EACCES):
+		return "the sandbox uid cannot reach a path it needs (" + se.Path + "): make the scratch root and toolchain paths and their parents world-searchable (o+x)"
+	}
+	return ""
+}
+
 // namespaceFix names the most likely cause of a failed probe sandbox.
 func namespaceFix(err error) string {
+	if fix := setupFix(err); fix != "" {
+		return fix
+	}
 	if v, _ := readSysctl("kernel/apparmor_restrict_unprivileged_userns"); v == "1" && os.Geteuid() != 0 {
 		return "AppArmor restricts unprivileged user namespaces: sysctl -w kernel.apparmor_restrict_unprivileged_userns=0, or install an AppArmor profile for the warren binary with `userns,`"
 	}
@@ -156,10 +188,6 @@ func namespaceFix(err error) string {
 	}
 	if seccompMode() == "2" {
 		return "the worker runs under a seccomp filter (a container?) that blocks namespace creation: run the container with seccomp=unconfined (and apparmor=unconfined), or use Landlock mode"
-	}
-	var se *SetupError
-	if errors.As(err, &se) && errors.Is(err, unix.EACCES) {
-		return "the sandbox uid cannot reach a path it needs (" + se.Path + "): make the scratch root and toolchain paths and their parents world-searchable (o+x)"
 	}
 	return "see the error above; namespace mode needs Linux >= 5.6 with user namespaces enabled"
 }

@@ -21,21 +21,34 @@ type Config struct {
 	// untrusted code without a sandbox is always a deliberate, visible
 	// choice. Defaults to false.
 	AllowInsecure bool
-	// ScratchRoot holds one scratch directory per run. Defaults to
-	// $TMPDIR/warren-sandboxes.
+	// ScratchRoot holds one scratch directory per run; created (0711) when
+	// missing. Defaults to $TMPDIR/warren-sandboxes-<euid>, private to the
+	// worker's user, so root and ordinary users share no directory: made
+	// 0700 (0711 as root, whose sandbox uids must reach their own
+	// directory in it) and refused (ErrScratchRootNotPrivate) when it
+	// exists owned by another user, as a symlink or writable by others.
 	ScratchRoot string
 	// Defaults fills zero fields of every Spec's Limits. Defaults to
 	// DefaultLimits.
 	Defaults Limits
 	// Logger receives setup diagnostics. Defaults to a disabled logger.
 	Logger zerolog.Logger
-	// UIDBase is the first host uid (and gid) of the range a root worker
-	// gives its sandboxes, one dedicated id per concurrent run. Unused when
-	// the worker is not root (its own uid is mapped 1:1 instead). Defaults
-	// to DefaultUIDBase, above the ranges systemd and /etc/subuid use.
+	// UIDBase is the first uid (and gid) of the range a root worker gives
+	// its sandboxes, one dedicated id per concurrent run; the whole range
+	// must be mapped in the worker's user namespace (/proc/self/uid_map and
+	// gid_map), else New fails naming the map. Unused when the worker is
+	// not root (its own uid is mapped 1:1 instead). Defaults to an
+	// automatic choice: DefaultUIDBase (above the ranges systemd and
+	// /etc/subuid use) where that range is mapped, as on any host outside
+	// a container; inside a user namespace that maps fewer ids (a
+	// container mapping 0..65535) the top of the mapped ids, skipping ids
+	// below 1000, 65534/65535 and ids named in /etc/passwd or /etc/group
+	// (chooseUIDRange has the rule).
 	UIDBase uint32
 	// UIDCount is the size of that range; it bounds the number of
-	// concurrent runs of a root worker. Defaults to DefaultUIDCount.
+	// concurrent runs of a root worker. Defaults to DefaultUIDCount (the
+	// automatic choice takes fewer when no mapped run of free ids is that
+	// long).
 	UIDCount uint32
 	// Prestart is how many warm sandboxes a Runner keeps ready per view
 	// (up to 4 views: mode, read-only paths, network, /tmp size). A warm
@@ -82,10 +95,8 @@ var DefaultLimits = Limits{
 
 func (c Config) withDefaults() Config {
 	c.Isolation = cmp.Or(c.Isolation, IsolationAuto)
-	c.ScratchRoot = cmp.Or(c.ScratchRoot, filepath.Join(os.TempDir(), "warren-sandboxes"))
+	c.ScratchRoot = cmp.Or(c.ScratchRoot, defaultScratchRoot())
 	c.Defaults = c.Defaults.withDefaults(DefaultLimits)
-	c.UIDBase = cmp.Or(c.UIDBase, DefaultUIDBase)
-	c.UIDCount = cmp.Or(c.UIDCount, DefaultUIDCount)
 	c.LandlockMinABI = cmp.Or(c.LandlockMinABI, landlockMinABIDefault)
 	c.InitPath = cmp.Or(c.InitPath, defaultInitPath())
 	return c
@@ -100,7 +111,7 @@ func (c Config) validate() error {
 	if c.Isolation == IsolationNone && !c.AllowInsecure {
 		return fmt.Errorf("sandbox config: Isolation none needs AllowInsecure: %w", ErrInsecureRefused)
 	}
-	if c.UIDBase == 0 || uint64(c.UIDBase)+uint64(c.UIDCount) > 1<<32-2 {
+	if uint64(c.UIDBase)+uint64(c.UIDCount) > 1<<32-2 {
 		return fmt.Errorf("sandbox config: UIDBase %d with UIDCount %d must stay within 1..4294967294", c.UIDBase, c.UIDCount)
 	}
 	if c.LandlockMinABI < 1 || c.LandlockMinABI >= len(landlockABIFeatures) {
@@ -115,6 +126,23 @@ func (c Config) validate() error {
 	if !filepath.IsAbs(c.ScratchRoot) {
 		return fmt.Errorf("sandbox config: ScratchRoot %q must be an absolute path", c.ScratchRoot)
 	}
+	return nil
+}
+
+// resolveUIDRange sets UIDBase and UIDCount to the range a root worker
+// uses (workerUIDRange); for an ordinary worker, which has no range, to
+// the defaults.
+func (c *Config) resolveUIDRange() error {
+	if os.Geteuid() != 0 {
+		c.UIDBase = cmp.Or(c.UIDBase, DefaultUIDBase)
+		c.UIDCount = cmp.Or(c.UIDCount, DefaultUIDCount)
+		return nil
+	}
+	r, err := workerUIDRange(c.UIDBase, c.UIDCount)
+	if err != nil {
+		return fmt.Errorf("sandbox config: UIDBase/UIDCount: %w", err)
+	}
+	c.UIDBase, c.UIDCount = r.base, r.count
 	return nil
 }
 
@@ -136,24 +164,30 @@ type Runner struct {
 	init initBinary // the sandbox init (init_binary.go)
 	log  zerolog.Logger
 	ns   nsState // namespace mode (namespace.go)
+	// defaultRoot: cfg.ScratchRoot is the per-user default (scratch_root.go).
+	defaultRoot bool
 }
 
 // New checks the configuration and returns a Runner. It does not probe the
 // kernel; a mode that turns out to be unavailable fails its first Run with
 // ErrUnavailable (fail closed), and `warren doctor` probes up front.
 func New(cfg Config) (*Runner, error) {
+	explicitRoot := cfg.ScratchRoot != ""
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(cfg.ScratchRoot, 0o711); err != nil {
-		return nil, &SetupError{Step: "create scratch root", Path: cfg.ScratchRoot, Err: err}
+	if err := cfg.resolveUIDRange(); err != nil {
+		return nil, err
+	}
+	if err := makeScratchRoot(cfg.ScratchRoot, explicitRoot); err != nil {
+		return nil, err
 	}
 	init, err := openInit(cfg.InitPath)
 	if err != nil {
 		return nil, err
 	}
-	r := &Runner{cfg: cfg, init: init, log: cfg.Logger.With().Str("component", "sandbox").Logger()}
+	r := &Runner{cfg: cfg, init: init, log: cfg.Logger.With().Str("component", "sandbox").Logger(), defaultRoot: !explicitRoot}
 	// Sweeps what dead workers left behind, and starts the warm pool.
 	r.nsInit()
 	return r, nil

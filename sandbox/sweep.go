@@ -78,24 +78,27 @@ func deadOwner(name string) bool {
 	return !alive || now != st
 }
 
-// sweepStale removes the scratch directories and cgroups of dead owners.
-// It is best effort: what cannot be removed is logged and left.
+// sweepStale removes the scratch directories (in each of sweepRoots) and
+// cgroups of dead owners. It is best effort: what cannot be removed is
+// logged and left.
 func (r *Runner) sweepStale() {
-	ents, err := os.ReadDir(r.cfg.ScratchRoot)
-	if err != nil {
-		r.log.Warn().Err(err).Msg("sweeping stale sandboxes: reading the scratch root")
-	}
 	n := 0
-	for _, e := range ents {
-		if !e.IsDir() || !deadOwner(e.Name()) {
-			continue
+	for _, root := range r.sweepRoots() {
+		ents, err := os.ReadDir(root)
+		if err != nil {
+			r.log.Warn().Err(err).Str("path", root).Msg("sweeping stale sandboxes: reading the scratch root")
 		}
-		s := nsScratch{path: filepath.Join(r.cfg.ScratchRoot, e.Name()), owned: true}
-		if err := s.cleanup(); err != nil {
-			r.log.Warn().Err(err).Str("path", s.path).Msg("removing a stale scratch directory")
-			continue
+		for _, e := range ents {
+			if !e.IsDir() || !deadOwner(e.Name()) {
+				continue
+			}
+			s := nsScratch{path: filepath.Join(root, e.Name()), owned: true}
+			if err := s.cleanup(); err != nil {
+				r.log.Warn().Err(err).Str("path", s.path).Msg("removing a stale scratch directory")
+				continue
+			}
+			n++
 		}
-		n++
 	}
 	for _, parent := range r.ns.cgroups.parents {
 		ents, err := os.ReadDir(parent)

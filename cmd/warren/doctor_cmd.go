@@ -8,10 +8,12 @@ import (
 // with a broker named (--nats, WARREN_NATS_URL, or the one `warren up`
 // recorded), also the broker side: TLS, auth, JetStream, cluster size,
 // and each stream's replicas and compatibility.
-type doctorCmd struct{}
+type doctorCmd struct {
+	sandboxHostFlags
+}
 
 func (c *doctorCmd) Run(g *globals) error {
-	rep := sandbox.Probe(g.Ctx, sandbox.Config{Logger: g.Log})
+	rep := sandbox.Probe(g.Ctx, c.apply(sandbox.Config{Logger: g.Log}))
 	url, _, err := g.target()
 	if err != nil {
 		return err

@@ -46,7 +46,7 @@ func TestDoctorReportsTheLandlockFallback(t *testing.T) {
 				"namespace mode":        "NO sandbox setup failed at start init",
 				"landlock mode":         "ok probe sandbox ran: landlock+seccomp",
 				"isolation auto":        "ok landlock+seccomp",
-				"isolation namespace":   "NO refused (namespaces unavailable)",
+				"isolation namespace":   "NO refused (its probe sandbox failed: see namespace mode)",
 			},
 			modes: "landlock",
 		},
@@ -71,22 +71,28 @@ func TestDoctorReportsTheLandlockFallback(t *testing.T) {
 			if tt.container != "" {
 				cmd.Env = append(cmd.Env, sandboxtest.ContainerEnv+"="+tt.container)
 			}
-			outb, err := cmd.Output()
-			out := string(outb)
-			if tt.code == 0 {
-				require.NoError(t, err, out)
-			} else {
-				var ee *exec.ExitError
-				require.ErrorAs(t, err, &ee, out)
-				require.Equal(t, tt.code, ee.ExitCode(), out)
-			}
-			got := doctorChecks(out)
-			for name, want := range tt.checks {
-				require.True(t, strings.HasPrefix(got[name], want), "check %q: want %q, got %q\n%s", name, want, got[name], out)
-			}
-			require.Contains(t, out, "usable isolation modes: "+tt.modes+"\n")
+			out, err := cmd.Output()
+			requireDoctor(t, string(out), err, tt.code, tt.checks, tt.modes)
 		})
 	}
+}
+
+// requireDoctor checks a `warren doctor` run: its exit code, that each
+// named check's "mark detail" starts as given, and the usable modes.
+func requireDoctor(t *testing.T, out string, err error, code int, checks map[string]string, modes string) {
+	t.Helper()
+	if code == 0 {
+		require.NoError(t, err, out)
+	} else {
+		var ee *exec.ExitError
+		require.ErrorAs(t, err, &ee, out)
+		require.Equal(t, code, ee.ExitCode(), out)
+	}
+	got := doctorChecks(out)
+	for name, want := range checks {
+		require.True(t, strings.HasPrefix(got[name], want), "check %q: want %q, got %q\n%s", name, want, got[name], out)
+	}
+	require.Contains(t, out, "usable isolation modes: "+modes+"\n")
 }
 
 // doctorLine is one check line of `warren doctor`: mark, name, detail.

@@ -28,7 +28,8 @@ type sandboxRunCmd struct {
 	Timeout   time.Duration `help:"Wall-time limit; the whole process tree is killed when it passes." default:"5m"`
 	Memory    string        `help:"Memory limit, e.g. 512M or 2G (address space and, where available, cgroup)." placeholder:"SIZE"`
 	Network   string        `help:"Network: none (no interfaces) or loopback (a private lo)." enum:"none,loopback" default:"none"`
-	Cmd       []string      `arg:"" passthrough:"partial" help:"Command and arguments; put -- before them when they start with a dash."`
+	sandboxHostFlags
+	Cmd []string `arg:"" passthrough:"partial" help:"Command and arguments; put -- before them when they start with a dash."`
 }
 
 func (c *sandboxRunCmd) Run(g *globals) error {
@@ -47,7 +48,7 @@ func (c *sandboxRunCmd) Run(g *globals) error {
 		}
 		mem = m
 	}
-	r, err := sandbox.New(sandbox.Config{Isolation: sandbox.Isolation(c.Isolation), Logger: g.Log})
+	r, err := sandbox.New(c.apply(sandbox.Config{Isolation: sandbox.Isolation(c.Isolation), Logger: g.Log}))
 	if err != nil {
 		return err
 	}

@@ -28,12 +28,12 @@ type workerFlags struct {
 	Isolation           string        `help:"Sandbox mode: auto (strongest available, refuse if none), namespace, landlock, or none (needs --insecure-no-isolation)." enum:"auto,namespace,landlock,none" default:"auto"`
 	InsecureNoIsolation bool          `name:"insecure-no-isolation" help:"Allow --isolation=none: tasks run WITHOUT a sandbox (timeouts, process-group kill, output caps and a cleared environment only). Never for untrusted code."`
 	HostID              string        `name:"host-id" help:"Name of this host in results and the registry (default: hostname-pid)."`
-	ScratchRoot         string        `name:"scratch-root" help:"Directory for per-task scratch dirs (default: $TMPDIR/warren-sandboxes)."`
 	VerifyProfiles      string        `name:"verify-profiles" help:"Verify profiles file (see deploy/profiles.yaml). Defaults to the built-in coq profiles. Profiles whose checker is not installed are not offered." type:"path"`
 	SealKey             string        `name:"seal-key" env:"WARREN_SEAL_KEY" help:"The pool's seed file (warren keys init) that opens tasks' sealed secrets. Without it, a task with secrets gets a secrets_unavailable result." type:"path"`
 	MetricsListen       string        `name:"metrics-listen" help:"Serve Prometheus metrics (/metrics) and health checks (/healthz, /readyz) on this host:port, e.g. 127.0.0.1:9464. Off by default."`
 	NoVerdictCache      bool          `name:"no-verdict-cache" help:"Check every proof, never answering one from the shared verdict cache (bucket warren_verdicts)."`
 	DrainTimeout        time.Duration `name:"drain-timeout" help:"On the first SIGTERM/SIGINT, how long running tasks may finish before they are cancelled and handed back to the queue." default:"5m"`
+	sandboxHostFlags
 
 	pullWait time.Duration   // shorter for a client's short-lived in-process worker
 	sealKey  nkeys.KeyPair   // used when SealKey (a file) is not given
@@ -48,15 +48,14 @@ func (f *workerFlags) buildWorker(ctx context.Context, g *globals, nc *nats.Conn
 	if iso == sandbox.IsolationNone && !f.InsecureNoIsolation {
 		return nil, fmt.Errorf("--isolation=none runs untrusted tasks without a sandbox; add --insecure-no-isolation if that is really what you want")
 	}
-	runner, err := sandbox.New(sandbox.Config{
+	runner, err := sandbox.New(f.apply(sandbox.Config{
 		Isolation:     iso,
 		AllowInsecure: f.InsecureNoIsolation,
-		ScratchRoot:   f.ScratchRoot,
 		Logger:        g.Log,
 		// One warm sandbox per slot (the worker's default capacity is one
 		// slot per CPU).
 		Prestart: min(cmp.Or(f.Capacity, runtime.NumCPU()), 64),
-	})
+	}))
 	if err != nil {
 		return nil, err
 	}
