@@ -112,6 +112,9 @@ func TestLandlockBoundaries(t *testing.T) {
 		{name: "mptcp socket with network loopback", network: NetworkLoopback, probe: []string{"socket", strconv.Itoa(unix.AF_INET), strconv.Itoa(unix.SOCK_STREAM), strconv.Itoa(ipprotoMPTCP)}},
 		{name: "host abstract unix socket", probe: []string{"abstract-connect", host.abstract}},
 		{name: "user keyring", probe: []string{"keyctl"}},
+		{name: "clone into a user namespace", probe: []string{"clone-user"}},
+		{name: "unshare -U (unshare(2), util-linux)", probe: []string{"exec", "/usr/bin/unshare", "-U", "/bin/true"}},
+		{name: "clone3 (its flags are out of seccomp's sight)", probe: []string{"clone3"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -191,6 +194,15 @@ func TestLandlockAllows(t *testing.T) {
 		{name: "write /dev/null", argv: []string{"probe", "write", "/dev/null"}},
 		{name: "read /proc/self/status", argv: []string{"probe", "read", "/proc/self/status"}},
 		{name: "tcp connect with network loopback", network: NetworkLoopback, argv: []string{"probe", "tcp-connect", host.tcpAddr}},
+		{name: "go threads and a child process", argv: []string{"probe", "threads"}},
+		{name: "python3 threads and posix_spawn", argv: []string{"/usr/bin/python3", "-c",
+			"import threading, os, subprocess, concurrent.futures as cf\n" +
+				"ts = [threading.Thread(target=lambda: None) for _ in range(8)]\n" +
+				"[t.start() for t in ts]; [t.join() for t in ts]\n" +
+				"with cf.ThreadPoolExecutor(4) as ex: assert sum(ex.map(abs, range(-9, 0))) == 45\n" +
+				"pid = os.posix_spawn('/bin/true', ['true'], {})\n" +
+				"assert os.waitpid(pid, 0)[1] == 0\n" +
+				"assert subprocess.run(['sh', '-c', 'echo a | cat | wc -c'], capture_output=True).stdout.strip() == b'2'\n"}},
 		{name: "shell pipeline", argv: []string{"/bin/sh", "-c", "echo hi > /dev/null && head -c 16 /dev/urandom | wc -c > $HOME/n && ls /usr >/dev/null"}},
 		{name: "python3 with its standard library", argv: []string{"/usr/bin/python3", "-c",
 			"import json, sqlite3, ssl, hashlib, subprocess, tempfile, multiprocessing, decimal\n" +

@@ -15,8 +15,11 @@ import (
 // has no rules for (UDP, raw, netlink, packet, vsock... and, with network
 // none, every inet socket), MPTCP (which Landlock's TCP rules miss) and
 // kernel surfaces shared between sandboxes of one uid or invisible to
-// seccomp (keyrings, io_uring, bpf, perf, userfaultfd). It is a deny list
-// over an allow default: anything not named here is the other layers' job.
+// seccomp (keyrings, io_uring, bpf, perf, userfaultfd), and creating user
+// namespaces (the largest kernel attack surface an unprivileged process
+// can reach; namespace mode also caps them at 0 inside its own). It is a
+// deny list over an allow default: anything not named here is the other
+// layers' job.
 type seccompPolicy struct {
 	// AllowInet permits AF_INET and AF_INET6 sockets (network loopback);
 	// otherwise only AF_UNIX sockets can be created.
@@ -62,6 +65,24 @@ func (s *seccompPolicy) filter() seccomp.Policy {
 				// io_uring creates sockets and opens files where seccomp
 				// cannot see; callers fall back on ENOSYS.
 				Names:  []string{"io_uring_setup", "io_uring_enter", "io_uring_register"},
+				Action: seccomp.ActionErrno | seccomp.Action(unix.ENOSYS),
+			},
+			{
+				// No new user namespace: unshare or clone with
+				// CLONE_NEWUSER. The flags are argument 0 of both on every
+				// architecture Warren builds for (amd64, arm64; s390x
+				// swaps clone's first two). BitsSet tests all 64 bits.
+				NamesWithCondtions: []seccomp.NameWithConditions{
+					{Name: "unshare", Conditions: seccomp.ArgumentConditions{{Argument: 0, Operation: seccomp.BitsSet, Value: unix.CLONE_NEWUSER}}},
+					{Name: "clone", Conditions: seccomp.ArgumentConditions{{Argument: 0, Operation: seccomp.BitsSet, Value: unix.CLONE_NEWUSER}}},
+				},
+				Action: seccomp.ActionErrno | seccomp.Action(unix.EPERM),
+			},
+			{
+				// clone3 passes its flags in memory, where seccomp cannot
+				// look: ENOSYS makes glibc (pthread_create, posix_spawn,
+				// fork) fall back to clone, which the rule above inspects.
+				Names:  []string{"clone3"},
 				Action: seccomp.ActionErrno | seccomp.Action(unix.ENOSYS),
 			},
 			{

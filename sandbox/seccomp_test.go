@@ -41,6 +41,7 @@ func TestSeccompProgram(t *testing.T) {
 	allow := uint32(seccomp.ActionAllow)
 	afnosupport := uint32(seccomp.ActionErrno) | uint32(unix.EAFNOSUPPORT)
 	kill := uint32(seccomp.ActionKillProcess)
+	eperm := uint32(seccomp.ActionErrno) | uint32(unix.EPERM)
 	id := uint32(native.ID)
 
 	tests := []struct {
@@ -61,6 +62,13 @@ func TestSeccompProgram(t *testing.T) {
 		{"mptcp smuggled in the upper half", true, seccompData(id, nr("socket"), unix.AF_INET, unix.SOCK_STREAM, 1<<32|ipprotoMPTCP), afnosupport},
 		{"io_uring_setup", true, seccompData(id, nr("io_uring_setup")), uint32(seccomp.ActionErrno) | uint32(unix.ENOSYS)},
 		{"keyctl", true, seccompData(id, nr("keyctl")), uint32(seccomp.ActionErrno) | uint32(unix.EPERM)},
+		{"unshare CLONE_NEWUSER", false, seccompData(id, nr("unshare"), unix.CLONE_NEWUSER|unix.CLONE_NEWNS), eperm},
+		{"unshare CLONE_NEWUSER with upper-half junk", false, seccompData(id, nr("unshare"), 1<<40|unix.CLONE_NEWUSER), eperm},
+		{"unshare CLONE_NEWNS alone", false, seccompData(id, nr("unshare"), unix.CLONE_NEWNS), allow},
+		{"clone CLONE_NEWUSER", true, seccompData(id, nr("clone"), unix.CLONE_NEWUSER|uint64(unix.SIGCHLD)), eperm},
+		{"clone of a thread", false, seccompData(id, nr("clone"), unix.CLONE_VM|unix.CLONE_FS|unix.CLONE_FILES|unix.CLONE_SIGHAND|unix.CLONE_THREAD|unix.CLONE_SYSVSEM), allow},
+		{"clone of a fork", false, seccompData(id, nr("clone"), uint64(unix.SIGCHLD)), allow},
+		{"clone3", false, seccompData(id, nr("clone3")), uint32(seccomp.ActionErrno) | uint32(unix.ENOSYS)},
 		{"read is allowed", false, seccompData(id, nr("read")), allow},
 		{"x32 ABI", false, seccompData(id, 0x40000000|nr("read")), uint32(seccomp.ActionErrno) | uint32(unix.ENOSYS)},
 		{"i386 socketcall is killed", false, seccompData(uint32(i386.ID), i386.SyscallNames["socketcall"]), kill},
