@@ -1,10 +1,11 @@
 package sandbox
 
 import (
-	"bytes"
-	"context"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 	"github.com/warrenhq/warren/sandbox/sandboxtest"
@@ -26,7 +27,8 @@ func hardenedModes(t *testing.T) []isolationCase {
 	return []isolationCase{
 		{name: "landlock", inForce: inForceLandlock, run: func(t *testing.T, spec Spec) probeOut {
 			llRequire(t, 6)
-			return runLandlockOut(t, llRunner(t, 1_900_100_400), spec)
+			spec.Isolation = IsolationLandlock
+			return runIn(t, llRunner(t, 1_900_100_400), spec)
 		}},
 		{name: "layered", inForce: "namespace" + inForceLayer, run: func(t *testing.T, spec Spec) probeOut {
 			llRequire(t, 6)
@@ -35,20 +37,6 @@ func hardenedModes(t *testing.T) []isolationCase {
 			return runIn(t, r, spec)
 		}},
 	}
-}
-
-// runLandlockOut is runIn for the Landlock-only mode.
-func runLandlockOut(t *testing.T, r *Runner, spec Spec) probeOut {
-	t.Helper()
-	var out, errb bytes.Buffer
-	spec.Stdout, spec.Stderr = &out, &errb
-	if spec.Limits.Wall == 0 {
-		spec.Limits.Wall = 30 * time.Second
-	}
-	spec.Limits = spec.Limits.withDefaults(r.cfg.Defaults)
-	res, err := r.runLandlock(context.Background(), spec)
-	require.NoError(t, err, "stderr: %s", errb.String())
-	return probeOut{res: res, stdout: out.String(), stderr: errb.String()}
 }
 
 // cloneNewUser is a python3 program that clone(2)s with CLONE_NEWUSER
@@ -99,6 +87,46 @@ func TestUserNamespacesRefused(t *testing.T) {
 					require.Contains(t, o.stderr, want)
 				})
 			}
+		})
+	}
+}
+
+// TestHostUnixSocketRefused: a live pathname socket of the host in /tmp,
+// which the control connects to from outside, cannot be connected to from
+// inside: seccomp refuses AF_UNIX socket(2) (Landlock ABI < 9 does not
+// govern connect on socket files). The socket's directory is also the
+// run's toolchain path, so in layered mode it is inside the view too (a
+// read-only bind mount does not stop connect): seccomp alone refuses it.
+// With Spec.UnixSockets a unix socket in the task's own home works.
+func TestHostUnixSocketRefused(t *testing.T) {
+	dir, err := os.MkdirTemp("", "warren-h13sock-")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	require.NoError(t, os.Chmod(dir, 0o755))
+	sock := filepath.Join(dir, "s")
+	l, err := net.Listen("unix", sock)
+	require.NoError(t, err)
+	t.Cleanup(func() { l.Close() })
+	require.NoError(t, os.Chmod(sock, 0o777)) // any sandbox uid may connect
+	go acceptAll(l)
+
+	connect := py(fmt.Sprintf("import socket\ns = socket.socket(socket.AF_UNIX); s.connect(%q); print('connect-ok')", sock))
+	_, out := runOut(t, connect...)
+	require.Contains(t, out, "connect-ok", "control: the host socket accepts connections")
+	own := py("import socket, os\n" +
+		"p = os.environ['HOME'] + '/s'; l = socket.socket(socket.AF_UNIX); l.bind(p); l.listen()\n" +
+		"c = socket.socket(socket.AF_UNIX); c.connect(p); l.accept(); print('own-ok')")
+	for _, m := range hardenedModes(t) {
+		t.Run(m.name, func(t *testing.T) {
+			o := m.run(t, Spec{Argv: connect, ReadOnly: []string{dir}})
+			require.Equal(t, m.inForce, o.res.InForce)
+			require.NotContains(t, o.stdout, "connect-ok", o.stderr)
+			require.Contains(t, o.stderr, "Address family not supported")
+
+			o = m.run(t, Spec{Argv: own})
+			require.NotContains(t, o.stdout, "own-ok", "without the opt-in: %s", o.stderr)
+			o = m.run(t, Spec{Argv: own, UnixSockets: true})
+			require.Contains(t, o.stdout, "own-ok", "with the opt-in: %s", o.stderr)
 		})
 	}
 }

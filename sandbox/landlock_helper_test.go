@@ -295,6 +295,14 @@ func (s llSandbox) policy(t *testing.T, network Network) *landlockPolicy {
 	return p
 }
 
+// unixPolicy is policy with network none and the AF_UNIX opt-in
+// (Spec.UnixSockets).
+func (s llSandbox) unixPolicy(t *testing.T) *landlockPolicy {
+	p := newLandlockPolicy(landlockView{Home: s.home, Network: NetworkNone, UnixSockets: true, MinABI: 6})
+	p.ReadExec = append(p.ReadExec, s.bin)
+	return p
+}
+
 // command builds the child command: apply p (nil: no sandbox, the
 // control) then exec argv; argv[0] == "probe" runs a probe.
 func (s llSandbox) command(t *testing.T, p *landlockPolicy, argv ...string) *exec.Cmd {

@@ -120,10 +120,11 @@ func (r *Runner) landlockTask(spec Spec, home string, uid, gid uint32) *initConf
 		Dir:     filepath.Join(home, spec.Cwd),
 		Rlimits: r.rlimits(spec.Limits),
 		Landlock: newLandlockPolicy(landlockView{
-			Home:      home,
-			Toolchain: spec.ReadOnly,
-			Network:   spec.Network,
-			MinABI:    r.cfg.LandlockMinABI,
+			Home:        home,
+			Toolchain:   spec.ReadOnly,
+			Network:     spec.Network,
+			UnixSockets: spec.UnixSockets,
+			MinABI:      r.cfg.LandlockMinABI,
 		}),
 	}
 	if r.ns.pool != nil {
