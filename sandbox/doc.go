@@ -218,10 +218,13 @@
 //     unprivileged user namespace are in scope for an attacker. Nested user
 //     namespaces are refused (user.max_user_namespaces is 0 inside the run's
 //     user namespace), which keeps most of the namespace code out of reach.
-//   - Landlock-only mode, ordinary-user worker: a setsid double-forked
-//     daemon outlives the task (no pid namespace, no cgroup, and its uid is
-//     the worker's own, so no uid sweep); a child subreaper in the init is
-//     not built yet (docs/security.md, "What stays open").
+//   - Landlock-only mode, ordinary-user worker (no pid namespace, no
+//     cgroup, no uid of the run): the task and the worker are child
+//     subreapers and the teardown kills and reaps the worker's children
+//     that are sandboxed (NO_NEW_PRIVS, more seccomp filters than the
+//     worker) and no live init (orphan_sweep_linux.go). A program that
+//     embeds the Runner and starts its own seccomp'd children would see
+//     them swept; a SIGKILLed worker leaves its runs' leftovers.
 //   - Spec.UnixSockets is not exposed in profiles or tasks yet; in
 //     Landlock-only mode it makes the host's pathname sockets reachable
 //     again below Landlock ABI 9.

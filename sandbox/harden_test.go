@@ -1,11 +1,19 @@
 package sandbox
 
 import (
+	"bufio"
+	"context"
 	"fmt"
+	"io"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"github.com/warrenhq/warren/sandbox/sandboxtest"
@@ -129,4 +137,96 @@ func TestHostUnixSocketRefused(t *testing.T) {
 			require.Contains(t, o.stdout, "own-ok", "with the opt-in: %s", o.stderr)
 		})
 	}
+}
+
+// llOrdinaryRunner is a Landlock-mode Runner as an ordinary-user worker
+// has it, whoever runs the test: no pool uid (the runs share the test's
+// uid) and no cgroup, so only the orphan sweep can catch a leftover.
+func llOrdinaryRunner(t *testing.T) *Runner {
+	t.Helper()
+	llRequire(t, 6)
+	r := llRunner(t, 1_900_100_500)
+	r.ns.pool = nil
+	r.ns.cgroups = cgroupSupport{}
+	return r
+}
+
+// escapeScript starts a setsid daemon that writes its pid to $HOME/<name>
+// after leaving the group, waits for that, and prints the pid.
+func escapeScript(name string, doubleFork bool) string {
+	d := `setsid sh -c 'echo $$ > "$HOME/` + name + `"; exec sleep 300' </dev/null >/dev/null 2>&1 &`
+	if doubleFork {
+		d = "(" + d + ");"
+	}
+	return d + ` while [ ! -s "$HOME/` + name + `" ]; do :; done; cat "$HOME/` + name + `"; `
+}
+
+// requireGone polls until pid is gone (reaped: a zombie still answers
+// kill 0).
+func requireGone(t *testing.T, pid int) {
+	t.Helper()
+	require.Eventually(t, func() bool { return syscall.Kill(pid, 0) == syscall.ESRCH }, 5*time.Second, 10*time.Millisecond,
+		"process %d of the run outlives it", pid)
+}
+
+func outPID(t *testing.T, out string) int {
+	t.Helper()
+	pid, err := strconv.Atoi(strings.TrimSpace(strings.SplitN(out, "\n", 2)[0]))
+	require.NoError(t, err, out)
+	return pid
+}
+
+// TestLandlockModeSweepsOrphansOfOrdinaryUser: a setsid daemon outlives
+// its process group outside a sandbox (the control), but not a
+// Landlock-only run of an ordinary-user worker (no pid namespace, no
+// cgroup, no uid of its own): not when the task exits, not when the wall
+// limit kills it. A double-forked daemon of a run that is still going is
+// not touched by another run's teardown: it stays the task's child.
+func TestLandlockModeSweepsOrphansOfOrdinaryUser(t *testing.T) {
+	ctlHome := llTempDir(t, 0o700)
+	ctl := exec.Command("/bin/sh", "-c", escapeScript("esc", false))
+	ctl.Env = []string{"HOME=" + ctlHome}
+	ctl.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	out, err := ctl.Output()
+	require.NoError(t, err)
+	pid := outPID(t, string(out))
+	_ = syscall.Kill(-ctl.Process.Pid, syscall.SIGKILL)
+	require.NoError(t, syscall.Kill(pid, 0), "control: the escapee outlives its group")
+	require.NoError(t, syscall.Kill(pid, syscall.SIGKILL))
+
+	r := llOrdinaryRunner(t)
+	t.Run("task exits", func(t *testing.T) {
+		o := runIn(t, r, Spec{Argv: sh(escapeScript("esc", false)), Isolation: IsolationLandlock})
+		require.Equal(t, 0, o.res.ExitCode, o.stderr)
+		requireGone(t, outPID(t, o.stdout))
+	})
+	t.Run("wall limit", func(t *testing.T) {
+		o := runIn(t, r, Spec{Argv: sh(escapeScript("esc", true) + "exec sleep 300"), Isolation: IsolationLandlock,
+			Limits: Limits{Wall: 2 * time.Second}})
+		require.True(t, o.res.TimedOut, o.stderr)
+		requireGone(t, outPID(t, o.stdout))
+	})
+	t.Run("a running task keeps its daemon", func(t *testing.T) {
+		stdinR, stdinW := io.Pipe()
+		t.Cleanup(func() { stdinW.Close() })
+		outR, outW := io.Pipe()
+		t.Cleanup(func() { outR.Close() })
+		done := make(chan error, 1)
+		go func() {
+			_, err := r.Run(context.Background(), Spec{Argv: sh(escapeScript("d", true) + "read x"), Isolation: IsolationLandlock,
+				Stdin: stdinR, Stdout: outW, Limits: Limits{Wall: 30 * time.Second}})
+			outW.Close()
+			done <- err
+		}()
+		line, err := bufio.NewReader(outR).ReadString('\n')
+		require.NoError(t, err)
+		daemon := outPID(t, line)
+		o := runIn(t, r, Spec{Argv: []string{"/bin/true"}, Isolation: IsolationLandlock}) // its teardown sweeps
+		require.Equal(t, 0, o.res.ExitCode, o.stderr)
+		require.NoError(t, syscall.Kill(daemon, 0), "another run's teardown must not kill a running task's daemon")
+		stdinW.Close()
+		go func() { _, _ = io.Copy(io.Discard, outR) }()
+		require.NoError(t, <-done)
+		requireGone(t, daemon)
+	})
 }
