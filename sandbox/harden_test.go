@@ -230,3 +230,22 @@ func TestLandlockModeSweepsOrphansOfOrdinaryUser(t *testing.T) {
 		requireGone(t, daemon)
 	})
 }
+
+// TestStaticGoBinaryRunsUnderTheFilter: a static Go program (the suite's
+// CGO_ENABLED=0 init, run by hand: it starts its runtime threads with
+// clone, then says it has no config) runs under the filter that refuses
+// clone3 and CLONE_NEWUSER. glibc's clone3 fallback (pthread_create,
+// posix_spawn) is covered by TestLandlockAllows.
+func TestStaticGoBinaryRunsUnderTheFilter(t *testing.T) {
+	if testInitPath == "" {
+		t.Skip("no prebuilt static init (no Go toolchain)")
+	}
+	for _, m := range hardenedModes(t) {
+		t.Run(m.name, func(t *testing.T) {
+			o := m.run(t, Spec{Argv: []string{testInitPath}, ReadOnly: []string{filepath.Dir(testInitPath)}})
+			require.Equal(t, m.inForce, o.res.InForce)
+			require.Equal(t, 125, o.res.ExitCode, o.stderr)
+			require.Contains(t, o.stderr, "started by the warren worker only")
+		})
+	}
+}
