@@ -19,7 +19,13 @@
 // cgroup namespaces, plus (when the kernel's Landlock ABI meets
 // Config.LandlockMinABI) the Landlock+seccomp layer applied by the same init
 // as its last restriction before exec; Result.InForce says which
-// ("namespace" or "namespace+landlock+seccomp"). The worker clones the
+// ("namespace" or "namespace+landlock+seccomp"). The seccomp filter of
+// that layer (and of the Landlock-only mode) refuses creating user
+// namespaces (unshare/clone with CLONE_NEWUSER: EPERM; clone3: ENOSYS, so
+// libc falls back to clone, which the filter can inspect) and AF_UNIX
+// socket(2) unless Spec.UnixSockets (Landlock below ABI 9 does not govern
+// connect on pathname sockets; socketpair stays allowed), besides the
+// socket families, io_uring, keyrings, bpf, perf and userfaultfd. The worker clones the
 // init straight into them and sends it an initConfig on a pipe; the init
 // builds the view, drops everything and execs the command, which becomes
 // pid 1 of its pid namespace. So:
@@ -229,6 +235,16 @@
 //     unprivileged user namespace are in scope for an attacker. Nested user
 //     namespaces are refused (user.max_user_namespaces is 0 inside the run's
 //     user namespace), which keeps most of the namespace code out of reach.
+//   - Landlock-only mode, ordinary-user worker (no pid namespace, no
+//     cgroup, no uid of the run): the task and the worker are child
+//     subreapers and the teardown kills and reaps the worker's children
+//     that are sandboxed (NO_NEW_PRIVS, more seccomp filters than the
+//     worker) and no live init (orphan_sweep_linux.go). A program that
+//     embeds the Runner and starts its own seccomp'd children would see
+//     them swept; a SIGKILLed worker leaves its runs' leftovers.
+//   - Spec.UnixSockets is not exposed in profiles or tasks yet; in
+//     Landlock-only mode it makes the host's pathname sockets reachable
+//     again below Landlock ABI 9.
 //   - /proc shows the kernel-global files (meminfo, cpuinfo, loadavg): host
 //     load and memory size are observable.
 //   - Read-only binds and /usr are shared between runs: readable, and

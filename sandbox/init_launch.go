@@ -48,11 +48,18 @@ type startedInit struct {
 	start   time.Time
 	// attached: the init is in its cgroup already (a warm sandbox).
 	attached bool
+	// registered is the pid registerInit recorded (0: none); close, which
+	// runs after the reap, drops it.
+	registered int
 }
 
 func (s *startedInit) close() {
 	_ = s.confW.Close()
 	_ = s.statusR.Close()
+	if s.registered != 0 {
+		unregisterInit(s.registered)
+		s.registered = 0
+	}
 }
 
 // launchInit starts the init, sends its config, and waits for the task
@@ -128,6 +135,9 @@ func startInit(init initBinary, attr *syscall.SysProcAttr, cgroupV2Dir string, s
 		}
 		return nil, &SetupError{Step: stepStartInit, Path: init.path, Err: err}
 	}
+	// Before its config is sent, so before it can load a seccomp filter.
+	s.registered = cmd.Process.Pid
+	registerInit(s.registered)
 	return s, nil
 }
 

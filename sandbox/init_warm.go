@@ -41,6 +41,7 @@ type warmKey struct {
 	readOnly string // Spec.ReadOnly, NUL-joined in order
 	network  Network
 	tmpSize  int64
+	unix     bool // Spec.UnixSockets
 }
 
 func warmKeyOf(spec Spec) warmKey {
@@ -48,7 +49,7 @@ func warmKeyOf(spec Spec) warmKey {
 	if n == "" {
 		n = NetworkNone
 	}
-	return warmKey{readOnly: strings.Join(spec.ReadOnly, "\x00"), network: n, tmpSize: spec.Limits.TmpSize}
+	return warmKey{readOnly: strings.Join(spec.ReadOnly, "\x00"), network: n, tmpSize: spec.Limits.TmpSize, unix: spec.UnixSockets}
 }
 
 // landlockKeyOf is the key of a Landlock-mode warm sandbox: its policy
@@ -65,7 +66,7 @@ func (k warmKey) spec() Spec {
 	if k.readOnly != "" {
 		ro = strings.Split(k.readOnly, "\x00")
 	}
-	return Spec{ReadOnly: ro, Network: k.network, Limits: Limits{TmpSize: k.tmpSize}}
+	return Spec{ReadOnly: ro, Network: k.network, UnixSockets: k.unix, Limits: Limits{TmpSize: k.tmpSize}}
 }
 
 // warmState is the Runner's pool of warm sandboxes (nsState.warm).

@@ -22,6 +22,7 @@ type hostFixtures struct {
 	tcpAddr     string // live loopback TCP listener
 	udpAddr     string // live loopback UDP socket
 	abstract    string // live abstract unix socket of the host
+	unixPath    string // live pathname unix socket of the host, in /tmp
 }
 
 func newHostFixtures(t *testing.T) hostFixtures {
@@ -55,6 +56,13 @@ func newHostFixtures(t *testing.T) hostFixtures {
 	require.NoError(t, err)
 	t.Cleanup(func() { al.Close() })
 	go acceptAll(al)
+
+	f.unixPath = filepath.Join(dir, "sock")
+	pl, err := net.Listen("unix", f.unixPath)
+	require.NoError(t, err)
+	t.Cleanup(func() { pl.Close() })
+	require.NoError(t, os.Chmod(f.unixPath, 0o777)) // any uid may connect
+	go acceptAll(pl)
 	return f
 }
 
@@ -111,7 +119,12 @@ func TestLandlockBoundaries(t *testing.T) {
 		{name: "netlink socket", network: NetworkLoopback, probe: []string{"socket", strconv.Itoa(unix.AF_NETLINK), strconv.Itoa(unix.SOCK_RAW), "0"}},
 		{name: "mptcp socket with network loopback", network: NetworkLoopback, probe: []string{"socket", strconv.Itoa(unix.AF_INET), strconv.Itoa(unix.SOCK_STREAM), strconv.Itoa(ipprotoMPTCP)}},
 		{name: "host abstract unix socket", probe: []string{"abstract-connect", host.abstract}},
+		{name: "host abstract unix socket (landlock alone)", probe: []string{"abstract-connect", host.abstract}, landlockOnly: true},
+		{name: "host pathname unix socket in /tmp", probe: []string{"unix-connect", host.unixPath}},
 		{name: "user keyring", probe: []string{"keyctl"}},
+		{name: "clone into a user namespace", probe: []string{"clone-user"}},
+		{name: "unshare -U (unshare(2), util-linux)", probe: []string{"exec", "/usr/bin/unshare", "-U", "/bin/true"}},
+		{name: "clone3 (its flags are out of seccomp's sight)", probe: []string{"clone3"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -181,6 +194,7 @@ func TestLandlockAllows(t *testing.T) {
 	tests := []struct {
 		name    string
 		network Network
+		unix    bool // Spec.UnixSockets
 		argv    []string
 	}{
 		{name: "write in the home", argv: []string{"probe", "write", filepath.Join(sb.home, "f")}},
@@ -191,6 +205,26 @@ func TestLandlockAllows(t *testing.T) {
 		{name: "write /dev/null", argv: []string{"probe", "write", "/dev/null"}},
 		{name: "read /proc/self/status", argv: []string{"probe", "read", "/proc/self/status"}},
 		{name: "tcp connect with network loopback", network: NetworkLoopback, argv: []string{"probe", "tcp-connect", host.tcpAddr}},
+		{name: "go threads and a child process", argv: []string{"probe", "threads"}},
+		{name: "socketpair, user lookup, syslog fail harmlessly", argv: []string{"/usr/bin/python3", "-c",
+			"import socket, pwd, grp, syslog, multiprocessing as mp\n" +
+				"a, b = socket.socketpair(); a.send(b'x'); assert b.recv(1) == b'x'\n" +
+				"r, w = mp.Pipe(); w.send(1); assert r.recv() == 1\n" +
+				"assert pwd.getpwnam('root').pw_uid == 0 and grp.getgrgid(0)\n" +
+				"syslog.syslog('warren test')\n"}},
+		{name: "id (getpwuid through nss)", argv: []string{"/usr/bin/id"}},
+		{name: "a unix socket in the home with the opt-in", unix: true, argv: []string{"/usr/bin/python3", "-c",
+			"import socket, os\n" +
+				"p = os.environ['HOME'] + '/s'; l = socket.socket(socket.AF_UNIX); l.bind(p); l.listen()\n" +
+				"c = socket.socket(socket.AF_UNIX); c.connect(p); l.accept()\n"}},
+		{name: "python3 threads and posix_spawn", argv: []string{"/usr/bin/python3", "-c",
+			"import threading, os, subprocess, concurrent.futures as cf\n" +
+				"ts = [threading.Thread(target=lambda: None) for _ in range(8)]\n" +
+				"[t.start() for t in ts]; [t.join() for t in ts]\n" +
+				"with cf.ThreadPoolExecutor(4) as ex: assert sum(ex.map(abs, range(-9, 0))) == 45\n" +
+				"pid = os.posix_spawn('/bin/true', ['true'], {})\n" +
+				"assert os.waitpid(pid, 0)[1] == 0\n" +
+				"assert subprocess.run(['sh', '-c', 'echo a | cat | wc -c'], capture_output=True).stdout.strip() == b'2'\n"}},
 		{name: "shell pipeline", argv: []string{"/bin/sh", "-c", "echo hi > /dev/null && head -c 16 /dev/urandom | wc -c > $HOME/n && ls /usr >/dev/null"}},
 		{name: "python3 with its standard library", argv: []string{"/usr/bin/python3", "-c",
 			"import json, sqlite3, ssl, hashlib, subprocess, tempfile, multiprocessing, decimal\n" +
@@ -200,7 +234,11 @@ func TestLandlockAllows(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			code, out := sb.run(t, sb.policy(t, cmpNetwork(tt.network)), tt.argv...)
+			p := sb.policy(t, cmpNetwork(tt.network))
+			if tt.unix {
+				p = sb.unixPolicy(t)
+			}
+			code, out := sb.run(t, p, tt.argv...)
 			require.Equal(t, 0, code, "must work inside: %s", out)
 		})
 	}
@@ -229,7 +267,9 @@ func TestLandlockCrossSandbox(t *testing.T) {
 				require.NoError(t, os.Chown(secret, uidB, uidB))
 			}
 			sock := fmt.Sprintf("warren-lltest-b-%d", os.Getpid())
-			pid := b.serve(t, b.policy(t, NetworkNone), sock)
+			// Both opt in to AF_UNIX sockets: Landlock alone must keep
+			// them apart (without the opt-in seccomp refuses the socket).
+			pid := b.serve(t, b.unixPolicy(t), sock)
 			p := strconv.Itoa(pid)
 
 			// The control runs unconfined under the test's own uid (B's
@@ -255,19 +295,23 @@ func TestLandlockCrossSandbox(t *testing.T) {
 					} else {
 						require.Equal(t, 0, code, "control must succeed: %s", out)
 					}
-					code, out = a.run(t, a.policy(t, NetworkNone), argv...)
+					code, out = a.run(t, a.unixPolicy(t), argv...)
 					require.Equal(t, llExitDenied, code, "A must not reach B: %s", out)
 					require.NotContains(t, out, "input/output error", "A must be refused at open: %s", out)
 				})
 			}
-			// B's pathname socket in its home: uids separate it (DAC on the
-			// 0700 home); with one uid only Landlock ABI >= 9 (RESOLVE_UNIX)
-			// does, so below that this asserts the documented gap.
+			// B's pathname socket in its home: seccomp refuses A's socket
+			// unless A opted in; then uids separate it (DAC on the 0700
+			// home); with one uid only Landlock ABI >= 9 (RESOLVE_UNIX)
+			// does, so below that this asserts the documented gap of the
+			// opt-in.
 			t.Run("unix-connect home socket", func(t *testing.T) {
 				argv := []string{"probe", "unix-connect", filepath.Join(b.home, "sock")}
 				code, out := control.run(t, nil, argv...)
 				require.Equal(t, 0, code, "control must succeed: %s", out)
 				code, out = a.run(t, a.policy(t, NetworkNone), argv...)
+				require.Equal(t, llExitDenied, code, "without the opt-in seccomp refuses the socket: %s", out)
+				code, out = a.run(t, a.unixPolicy(t), argv...)
 				if !same || landlockABI().Effective >= 9 {
 					require.Equal(t, llExitDenied, code, "A must not reach B: %s", out)
 				} else {

@@ -153,6 +153,39 @@ var llProbes = map[string]func(args []string) error{
 		// The tracee is released when the probe exits.
 		return unix.PtraceSeize(pid)
 	},
+	// clone-user starts /bin/true in a new user namespace (clone(2) with
+	// CLONE_NEWUSER, the way Go's os/exec does it).
+	"clone-user": func(a []string) error {
+		cmd := exec.Command("/bin/true")
+		cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: unix.CLONE_NEWUSER}
+		return cmd.Run()
+	},
+	// clone3 reaches the kernel's clone3 with a bad size: EINVAL means the
+	// call got through (nothing is created), ENOSYS that it was refused.
+	"clone3": func(a []string) error {
+		_, _, e := unix.RawSyscall(unix.SYS_CLONE3, 0, 0, 0)
+		if e == unix.EINVAL {
+			return nil
+		}
+		return e
+	},
+	// threads runs goroutines on fresh OS threads (clone without
+	// CLONE_NEWUSER) and starts a child process.
+	"threads": func(a []string) error {
+		errs := make(chan error, 4)
+		for range 4 {
+			go func() {
+				runtime.LockOSThread() // a thread of its own, retired at exit
+				errs <- exec.Command("/bin/true").Run()
+			}()
+		}
+		for range 4 {
+			if err := <-errs; err != nil {
+				return err
+			}
+		}
+		return nil
+	},
 	"keyctl": func(a []string) error {
 		_, err := unix.KeyctlGetKeyringID(unix.KEY_SPEC_USER_KEYRING, false)
 		return err
@@ -258,6 +291,14 @@ func llNewSandbox(t *testing.T, bin string, uid int) llSandbox {
 // test binary (the probe).
 func (s llSandbox) policy(t *testing.T, network Network) *landlockPolicy {
 	p := newLandlockPolicy(landlockView{Home: s.home, Network: network, MinABI: 6})
+	p.ReadExec = append(p.ReadExec, s.bin)
+	return p
+}
+
+// unixPolicy is policy with network none and the AF_UNIX opt-in
+// (Spec.UnixSockets).
+func (s llSandbox) unixPolicy(t *testing.T) *landlockPolicy {
+	p := newLandlockPolicy(landlockView{Home: s.home, Network: NetworkNone, UnixSockets: true, MinABI: 6})
 	p.ReadExec = append(p.ReadExec, s.bin)
 	return p
 }

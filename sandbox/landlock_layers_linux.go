@@ -37,11 +37,12 @@ func (r *Runner) layeredLandlock(spec Spec, scratchInside string) (*landlockPoli
 		return nil, ""
 	}
 	return newLandlockPolicy(landlockView{
-		Home:      scratchInside,
-		Writable:  []string{"/tmp", "/dev/shm"},
-		Toolchain: spec.ReadOnly,
-		Network:   spec.Network,
-		MinABI:    r.cfg.LandlockMinABI,
+		Home:        scratchInside,
+		Writable:    []string{"/tmp", "/dev/shm"},
+		Toolchain:   spec.ReadOnly,
+		Network:     spec.Network,
+		UnixSockets: spec.UnixSockets,
+		MinABI:      r.cfg.LandlockMinABI,
 		// / is the private view here: it may be listed.
 		PrivateRoot: true,
 	}), inForceLayer

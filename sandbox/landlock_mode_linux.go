@@ -40,6 +40,12 @@ func (r *Runner) runLandlock(ctx context.Context, spec Spec) (res *Result, err e
 			return nil, &SetupError{Step: "read-only path", Path: p, Err: err}
 		}
 	}
+	if r.ns.pool == nil {
+		// An ordinary-user worker: its runs' leftovers must come to it.
+		if err := becomeSubreaper(); err != nil {
+			return nil, &SetupError{Step: "subreaper", Err: err}
+		}
+	}
 	w, refill := r.takeWarm(spec, landlockKeyOf(spec))
 	defer refill()
 	if w != nil {
@@ -120,28 +126,31 @@ func (r *Runner) landlockTask(spec Spec, home string, uid, gid uint32) *initConf
 		Dir:     filepath.Join(home, spec.Cwd),
 		Rlimits: r.rlimits(spec.Limits),
 		Landlock: newLandlockPolicy(landlockView{
-			Home:      home,
-			Toolchain: spec.ReadOnly,
-			Network:   spec.Network,
-			MinABI:    r.cfg.LandlockMinABI,
+			Home:        home,
+			Toolchain:   spec.ReadOnly,
+			Network:     spec.Network,
+			UnixSockets: spec.UnixSockets,
+			MinABI:      r.cfg.LandlockMinABI,
 		}),
 	}
 	if r.ns.pool != nil {
 		cfg.Cred = &initCred{UID: int(uid), GID: int(gid)}
 	}
+	// The task keeps its tree's orphans while it runs (orphan_sweep_linux.go).
+	cfg.Subreaper = true
 	return cfg
 }
 
 // killSession kills a Landlock-mode run: the init made itself a session
-// and group leader; escapees from the group are caught by the uid sweep
-// (root) at teardown.
+// and group leader; escapees from the group are caught at teardown by the
+// cgroup, uid (root) or orphan (ordinary user) sweep.
 func killSession(p *os.Process) {
 	_ = unix.Kill(-p.Pid, unix.SIGKILL)
 	_ = p.Kill()
 }
 
 // landlockTeardown sweeps the run (by its cgroup, else as root by its
-// uid), removes the home and, as root, returns the uid to the pool only
+// uid, else the leftovers reparented to the worker), removes the home and, as root, returns the uid to the pool only
 // when no live process of it is left and the home is gone; otherwise the
 // uid is quarantined. Zombies do not count:
 // they are dead and only wait for a parent to reap them.
@@ -164,6 +173,12 @@ func (r *Runner) landlockTeardown(home nsScratch, uid uint32, cg *runCgroup) err
 			errs = append(errs, err)
 		} else {
 			swept = true
+		}
+	default:
+		// The worker's own uid, no cgroup: the task's leftovers are the
+		// worker's children now (orphan_sweep_linux.go).
+		if err := sweepOrphans(); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	if home.path != "" {

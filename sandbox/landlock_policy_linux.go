@@ -26,6 +26,8 @@ type landlockView struct {
 	Toolchain []string
 	// Network none denies TCP connect; TCP bind is always denied.
 	Network Network
+	// UnixSockets lets the task create AF_UNIX sockets (Spec.UnixSockets).
+	UnixSockets bool
 	// MinABI is the Landlock ABI floor; 0 means landlockMinABIDefault.
 	MinABI int
 	// PrivateRoot says / is the layered mode's private view (everything in
@@ -59,7 +61,7 @@ var landlockDevices = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/rand
 // safe /dev nodes, everything on the home (and private writable trees),
 // listing (only) under a private view's root;
 // TCP bind denied, TCP connect denied with network none; both scopes; the
-// seccomp filter matching the network policy.
+// seccomp filter matching the network and unix-socket policy.
 func newLandlockPolicy(v landlockView) *landlockPolicy {
 	minABI := v.MinABI
 	if minABI == 0 {
@@ -73,7 +75,7 @@ func newLandlockPolicy(v landlockView) *landlockPolicy {
 		Devices:        slices.Clone(landlockDevices),
 		ReadWrite:      append([]string{v.Home}, v.Writable...),
 		DenyTCPConnect: none,
-		Seccomp:        (&seccompPolicy{AllowInet: !none}).assembled(),
+		Seccomp:        (&seccompPolicy{AllowInet: !none, AllowUnix: v.UnixSockets}).assembled(),
 	}
 	if v.PrivateRoot {
 		// READ_DIR only: `ls /` and `ls /dev` work; reading or executing a

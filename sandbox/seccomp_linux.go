@@ -13,14 +13,20 @@ import (
 
 // seccompPolicy closes what Landlock leaves open: socket families Landlock
 // has no rules for (UDP, raw, netlink, packet, vsock... and, with network
-// none, every inet socket), MPTCP (which Landlock's TCP rules miss) and
+// none, every inet socket), AF_UNIX sockets unless asked for (Landlock
+// below ABI 9 does not govern connect on pathname sockets: the host's in
+// /tmp, /run, /var/tmp would be reachable; socketpair stays allowed), MPTCP (which Landlock's TCP rules miss) and
 // kernel surfaces shared between sandboxes of one uid or invisible to
-// seccomp (keyrings, io_uring, bpf, perf, userfaultfd). It is a deny list
-// over an allow default: anything not named here is the other layers' job.
+// seccomp (keyrings, io_uring, bpf, perf, userfaultfd), and creating user
+// namespaces (the largest kernel attack surface an unprivileged process
+// can reach; namespace mode also caps them at 0 inside its own). It is a
+// deny list over an allow default: anything not named here is the other
+// layers' job.
 type seccompPolicy struct {
-	// AllowInet permits AF_INET and AF_INET6 sockets (network loopback);
-	// otherwise only AF_UNIX sockets can be created.
+	// AllowInet permits AF_INET and AF_INET6 sockets (network loopback).
 	AllowInet bool `json:"allow_inet"`
+	// AllowUnix permits AF_UNIX sockets (Spec.UnixSockets).
+	AllowUnix bool `json:"allow_unix"`
 }
 
 // ipprotoMPTCP is IPPROTO_MPTCP (not in x/sys/unix for every arch).
@@ -30,15 +36,24 @@ const ipprotoMPTCP = 262
 func (s *seccompPolicy) filter() seccomp.Policy {
 	// Deny a socket whose family is not allowed. NotEqual compares all 64
 	// bits, so junk in the upper half makes a call denied, never allowed.
-	families := []uint64{unix.AF_UNIX}
+	var families []uint64
+	if s.AllowUnix {
+		families = append(families, unix.AF_UNIX)
+	}
 	if s.AllowInet {
 		families = append(families, unix.AF_INET, unix.AF_INET6)
 	}
-	notAllowed := make(seccomp.ArgumentConditions, 0, len(families))
-	for _, f := range families {
-		notAllowed = append(notAllowed, seccomp.Condition{Argument: 0, Operation: seccomp.NotEqual, Value: f})
+	var socketRules []seccomp.NameWithConditions
+	var denyAll []string // socket itself when no family is allowed
+	if len(families) == 0 {
+		denyAll = []string{"socket"}
+	} else {
+		notAllowed := make(seccomp.ArgumentConditions, 0, len(families))
+		for _, f := range families {
+			notAllowed = append(notAllowed, seccomp.Condition{Argument: 0, Operation: seccomp.NotEqual, Value: f})
+		}
+		socketRules = append(socketRules, seccomp.NameWithConditions{Name: "socket", Conditions: notAllowed})
 	}
-	socketRules := []seccomp.NameWithConditions{{Name: "socket", Conditions: notAllowed}}
 	if s.AllowInet {
 		// The kernel truncates protocol to an int: deny MPTCP and any
 		// upper-half junk that could smuggle it past an Equal test.
@@ -55,6 +70,7 @@ func (s *seccompPolicy) filter() seccomp.Policy {
 		DefaultAction: seccomp.ActionAllow,
 		Syscalls: []seccomp.SyscallGroup{
 			{
+				Names:              denyAll,
 				NamesWithCondtions: socketRules,
 				Action:             seccomp.ActionErrno | seccomp.Action(unix.EAFNOSUPPORT),
 			},
@@ -62,6 +78,24 @@ func (s *seccompPolicy) filter() seccomp.Policy {
 				// io_uring creates sockets and opens files where seccomp
 				// cannot see; callers fall back on ENOSYS.
 				Names:  []string{"io_uring_setup", "io_uring_enter", "io_uring_register"},
+				Action: seccomp.ActionErrno | seccomp.Action(unix.ENOSYS),
+			},
+			{
+				// No new user namespace: unshare or clone with
+				// CLONE_NEWUSER. The flags are argument 0 of both on every
+				// architecture Warren builds for (amd64, arm64; s390x
+				// swaps clone's first two). BitsSet tests all 64 bits.
+				NamesWithCondtions: []seccomp.NameWithConditions{
+					{Name: "unshare", Conditions: seccomp.ArgumentConditions{{Argument: 0, Operation: seccomp.BitsSet, Value: unix.CLONE_NEWUSER}}},
+					{Name: "clone", Conditions: seccomp.ArgumentConditions{{Argument: 0, Operation: seccomp.BitsSet, Value: unix.CLONE_NEWUSER}}},
+				},
+				Action: seccomp.ActionErrno | seccomp.Action(unix.EPERM),
+			},
+			{
+				// clone3 passes its flags in memory, where seccomp cannot
+				// look: ENOSYS makes glibc (pthread_create, posix_spawn,
+				// fork) fall back to clone, which the rule above inspects.
+				Names:  []string{"clone3"},
 				Action: seccomp.ActionErrno | seccomp.Action(unix.ENOSYS),
 			},
 			{
@@ -111,20 +145,20 @@ func (s *seccompPolicy) instructions() ([]bpf.Instruction, error) {
 }
 
 // assembled is the program as the init loads it, assembled once per
-// policy (it only depends on AllowInet and the architecture). An assembly
-// error (a bug) yields an empty program, which the init refuses to load:
-// it fails the run closed rather than run without the filter.
+// policy (it only depends on the policy's fields and the architecture). An
+// assembly error (a bug) yields an empty program, which the init refuses
+// to load: it fails the run closed rather than run without the filter.
 func (s *seccompPolicy) assembled() *initproc.Seccomp {
-	if s.AllowInet {
-		return assembledInet()
+	if v, ok := assembledPolicies.Load(*s); ok {
+		return v.(*initproc.Seccomp)
 	}
-	return assembledNoInet()
+	v, _ := assembledPolicies.LoadOrStore(*s, s.assemble())
+	return v.(*initproc.Seccomp)
 }
 
-var (
-	assembledInet   = sync.OnceValue(func() *initproc.Seccomp { return (&seccompPolicy{AllowInet: true}).assemble() })
-	assembledNoInet = sync.OnceValue(func() *initproc.Seccomp { return (&seccompPolicy{}).assemble() })
-)
+// assembledPolicies caches assembled programs by seccompPolicy value (a
+// handful: one per combination of its booleans).
+var assembledPolicies sync.Map
 
 func (s *seccompPolicy) assemble() *initproc.Seccomp {
 	raw, err := s.program()

@@ -55,7 +55,15 @@ type Spec struct {
 	// mode.
 	Isolation Isolation
 	Network   Network
-	Limits    Limits
+	// UnixSockets lets the task create AF_UNIX sockets (socket(2)) in the
+	// modes with the seccomp layer, for programs that serve or use a unix
+	// socket in their own home. Off by default: Landlock below ABI 9 does
+	// not govern connect on pathname sockets, so in Landlock-only mode the
+	// host's sockets (/tmp, /run, /var/tmp) become reachable with it; in
+	// layered mode only sockets inside the private view are. socketpair(2)
+	// is always allowed. Not yet exposed in profiles or tasks.
+	UnixSockets bool
+	Limits      Limits
 	// Started, when set, is called once the command has been exec'd (its
 	// sandbox is set up), with a Handle that observes the run: e.g. a
 	// caller that keeps one process alive across many requests reads its

@@ -49,7 +49,7 @@ const StatusExec = 'x'
 //  6. Landlock (when set), the last restriction before the uid drop
 //  7. Cred: setgroups([]), setresgid, setresuid (Landlock-only mode; in
 //     namespace mode the ids are set by the kernel/Go at clone time)
-//  8. clear all capability sets
+//  8. clear all capability sets; with Subreaper, PR_SET_CHILD_SUBREAPER
 //  9. re-arm the parent-death signal on this thread and check the worker
 //     is alive; resolve the command on the PATH; mark every fd above
 //     stdio close-on-exec
@@ -72,6 +72,11 @@ type Config struct {
 	NS       *NSConfig `json:"ns,omitempty"`
 	Landlock *Landlock `json:"landlock,omitempty"`
 	Cred     *Cred     `json:"cred,omitempty"`
+	// Subreaper makes the task a child subreaper (PR_SET_CHILD_SUBREAPER,
+	// which execve keeps): orphans of its tree reparent to it while it
+	// runs, and to the worker (a subreaper too) once it ends, where the
+	// worker sweeps them (Landlock-only mode, no pid namespace).
+	Subreaper bool `json:"subreaper,omitempty"`
 
 	// Prepare splits the run in two (a warm sandbox): after phase 2 the
 	// init writes StatusReady and blocks reading a second Config,
@@ -255,6 +260,11 @@ func run() error {
 	}
 	if err := clearCaps(); err != nil {
 		return err
+	}
+	if cfg.Subreaper {
+		if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+			return fail("subreaper", "", err)
+		}
 	}
 	if err := armParentDeath(); err != nil {
 		return err
