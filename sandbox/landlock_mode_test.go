@@ -23,7 +23,13 @@ func llRunner(t *testing.T, base uint32) *Runner {
 	require.NoError(t, err)
 	r.nsInit()
 	if r.ns.pool != nil {
+		// A pool of the test's own (a quarantine never carries over to the
+		// next test), leased host-wide like every production pool: other
+		// test processes (another package's suite, another copy of this
+		// one) running sandboxes as root at the same time must never get
+		// the same uid, or one's uid sweep kills the other's task.
 		r.ns.pool = newUIDPool(base, 4)
+		r.ns.pool.lockDir = uidLockDir
 	}
 	return r
 }

@@ -60,7 +60,7 @@ print("child", p.returncode, p.stdout.strip(), "MemoryError" if "MemoryError" in
 			require.Zero(t, o.res.OOMKills, "control")
 
 			o = modeRun(t, r, iso, Spec{Argv: child(1024), Limits: Limits{Memory: 256 << 20}})
-			require.Equal(t, 0, o.res.ExitCode, "the command itself exits 0: %s", o.stderr)
+			require.Equal(t, 0, o.res.ExitCode, "the command itself exits 0: %+v\nstdout: %s\nstderr: %s", o.res, o.stdout, o.stderr)
 			if r.ns.cgroups.Version != 0 {
 				require.Equal(t, "child -9  \n", o.stdout)
 				require.GreaterOrEqual(t, o.res.OOMKills, 1, "the child's OOM kill is counted")
