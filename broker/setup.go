@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/warrenhq/warren/messages"
 )
@@ -194,7 +195,7 @@ func (c ConsumerConfig) WithDefaults() ConsumerConfig {
 func EnsureConsumer(ctx context.Context, js jetstream.JetStream, pool, profile string, c ConsumerConfig) (jetstream.Consumer, error) {
 	c = c.WithDefaults()
 	name := messages.ConsumerName(pool, profile)
-	cons, err := js.CreateOrUpdateConsumer(ctx, messages.StreamTasks, jetstream.ConsumerConfig{
+	cfg := jetstream.ConsumerConfig{
 		Durable:       name,
 		Description:   fmt.Sprintf("Warren workers of pool %s, profile %s", pool, profile),
 		FilterSubject: messages.TaskFilter(pool, profile),
@@ -203,11 +204,24 @@ func EnsureConsumer(ctx context.Context, js jetstream.JetStream, pool, profile s
 		MaxDeliver:    c.MaxDeliver,
 		MaxAckPending: c.MaxAckPending,
 		DeliverPolicy: jetstream.DeliverAllPolicy,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("broker: set up consumer %s: %w", name, err)
 	}
-	return cons, nil
+	// The JetStream API can be briefly without a responder (a server that
+	// just reloaded its accounts, a meta leader being elected): retry that,
+	// and only that, until ctx ends.
+	for backoff := 50 * time.Millisecond; ; backoff = min(2*backoff, time.Second) {
+		cons, err := js.CreateOrUpdateConsumer(ctx, messages.StreamTasks, cfg)
+		if err == nil {
+			return cons, nil
+		}
+		if !errors.Is(err, nats.ErrNoResponders) || ctx.Err() != nil {
+			return nil, fmt.Errorf("broker: set up consumer %s: %w", name, err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("broker: set up consumer %s: %w", name, err)
+		case <-time.After(backoff):
+		}
+	}
 }
 
 // Missing lists, by name, the streams, buckets and object stores Warren
