@@ -48,6 +48,10 @@ func StartCluster(t testing.TB, n int) *Cluster {
 				Name:    fmt.Sprintf("n%d", i+1),
 				Port:    clientPorts[i],
 				Cluster: &broker.ClusterConfig{Name: "warren-test", Port: routePorts[i], Routes: routes},
+				// As long as start's context: a restarted node recovers its
+				// store before it is ready, which under the race detector on
+				// a loaded 2-core machine took over the 10s default once.
+				ReadyTimeout: 30 * time.Second,
 			},
 		})
 	}
