@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"golang.org/x/sys/unix"
 	"os"
 	"path/filepath"
 	"testing"
@@ -65,8 +66,17 @@ func (c *corpusCase) spec(t testing.TB) *messages.VerifySpec {
 
 // plantCanary puts a real proof where attack_load_host_file looks, so that
 // the attack would be accepted if the file were reachable.
+// plantCanary puts the files the host-probing attacks read into canaryDir
+// and clears what they write, for the test's duration. The path is fixed
+// (the corpus's proofs name it), so the test holds a host-wide lock on it
+// meanwhile: another test process (a second suite run beside this one)
+// waits instead of clearing this test's canary or writing into it.
 func plantCanary(t *testing.T) {
 	t.Helper()
+	lock, err := os.OpenFile(canaryDir+".lock", os.O_RDWR|os.O_CREATE, 0o666)
+	require.NoError(t, err)
+	require.NoError(t, unix.Flock(int(lock.Fd()), unix.LOCK_EX))
+	t.Cleanup(func() { _ = lock.Close() }) // closing releases the lock; runs last
 	require.NoError(t, os.MkdirAll(canaryDir, 0o755))
 	good, err := os.ReadFile(filepath.Join(corpusDir, "good_add_zero.v"))
 	require.NoError(t, err)
