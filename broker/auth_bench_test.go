@@ -70,6 +70,7 @@ func benchFleets(b *testing.B, withWorker bool) (plain, secured *benchFleet) {
 	runner, err := sandbox.New(sandbox.Config{Isolation: sandbox.IsolationNone, AllowInsecure: true, ScratchRoot: b.TempDir()})
 	require.NoError(b, err)
 	b.Cleanup(func() { _ = runner.Close() })
+	require.NoError(b, runner.Start(context.Background()))
 	plainBroker := brokertest.Start(b, brokertest.Options{})
 	af := startAuthFleet(b)
 	if withWorker {

@@ -22,6 +22,7 @@ func TestAuthWorkerNeedsNothingMoreThanItsRole(t *testing.T) {
 	runner, err := sandbox.New(sandbox.Config{Isolation: sandbox.IsolationNone, AllowInsecure: true, ScratchRoot: t.TempDir()})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = runner.Close() })
+	require.NoError(t, runner.Start(context.Background()))
 	wc := f.as(t, broker.WorkerCreds)
 	started := make(chan string, 4)
 	w, err := worker.New(wc.nc, worker.Config{

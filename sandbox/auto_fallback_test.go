@@ -55,7 +55,7 @@ func controlThenChild(t *testing.T, uidBase uint32, mode string) {
 	t.Helper()
 	sandboxtest.RequireUserNS(t)
 	res, out := autoRun(t, autoRunner(t, uidBase, 0), Spec{Argv: []string{"/bin/true"}})
-	require.Equal(t, "namespace"+inForceLayer, res.InForce, out)
+	require.Equal(t, layersLayered.String(), res.InForce, out)
 	runInContainerChild(t, mode)
 }
 
@@ -73,7 +73,7 @@ func requireNamespacesRefused(t *testing.T) {
 // range (as root).
 func autoRunner(t *testing.T, base uint32, prestart int) *Runner {
 	t.Helper()
-	r, err := New(Config{ScratchRoot: llTempDir(t, 0o711), UIDBase: base, UIDCount: 4, Prestart: prestart})
+	r, err := startedNew(Config{ScratchRoot: llTempDir(t, 0o711), UIDBase: base, UIDCount: 4, Prestart: prestart})
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, r.Close()) })
 	return r
@@ -125,17 +125,17 @@ func TestAutoFallsBackToLandlockWithoutNamespaces(t *testing.T) {
 					"assert subprocess.run(['true']).returncode == 0\n" +
 					"print(json.dumps(hashlib.sha256(b'x').hexdigest()))"}})
 			require.Equal(t, 0, res.ExitCode, "prestart %d: %s", prestart, out)
-			require.Equal(t, inForceLandlock, res.InForce, "prestart %d: the Landlock-only layers, not namespace", prestart)
+			require.Equal(t, layersLandlockOnly.String(), res.InForce, "prestart %d: the Landlock-only layers, not namespace", prestart)
 			require.Contains(t, out, fmt.Sprintf("%x", sha256.Sum256([]byte("x"))))
 			if prestart > 0 {
 				// The namespace mode's refusal stops only its own warm pool:
 				// the Landlock mode, the one this host runs, stays warm.
 				spec := Spec{Limits: Limits{}.withDefaults(rr.cfg.Defaults)}
-				require.Eventually(t, func() bool { return rr.warmReady(landlockKeyOf(spec)) == prestart },
+				require.Eventually(t, func() bool { return rr.warmReady(landlockMode{}.warmKey(spec)) == prestart },
 					20*time.Second, 5*time.Millisecond, "the Landlock warm pool refills")
 				before := scratchDirs(t, rr)
 				res, out := autoRun(t, rr, Spec{Argv: []string{"/bin/sh", "-c", "echo $HOME"}})
-				require.Equal(t, inForceLandlock, res.InForce, out)
+				require.Equal(t, layersLandlockOnly.String(), res.InForce, out)
 				home := strings.TrimSpace(out)
 				require.True(t, before[home], "the run took a warm Landlock sandbox: its home %s existed before (%v)", home, before)
 			}
@@ -173,7 +173,7 @@ func TestAutoFallsBackToLandlockWithoutNamespaces(t *testing.T) {
 					Env:      map[string]string{llEnvProbe: "1"},
 					ReadOnly: []string{filepath.Dir(bin)},
 				})
-				require.Equal(t, inForceLandlock, res.InForce)
+				require.Equal(t, layersLandlockOnly.String(), res.InForce)
 				require.Equal(t, llExitDenied, res.ExitCode, "must be denied inside: %s", inside)
 				require.True(t, containsAny(inside, tt.denied), "denied for the wrong reason: %s", inside)
 			})
@@ -189,7 +189,7 @@ func TestAutoFallsBackToLandlockWithoutNamespaces(t *testing.T) {
 		byName := checksByName(rep.Checks)
 		require.False(t, byName["namespace mode"].OK, out.String())
 		require.Contains(t, byName["namespace mode"].Fix, "seccomp")
-		require.Equal(t, inForceLandlock, byName["isolation auto"].Detail)
+		require.Equal(t, layersLandlockOnly.String(), byName["isolation auto"].Detail)
 	})
 }
 

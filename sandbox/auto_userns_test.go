@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 
+	"github.com/warrenhq/warren/sandbox/initproc"
 	"github.com/warrenhq/warren/sandbox/sandboxtest"
 )
 
@@ -31,12 +32,12 @@ func TestAutoFallsBackWhenNamespacesCannotMount(t *testing.T) {
 		require.ErrorIs(t, err, ErrUnavailable, "prestart %d", prestart)
 		var se *SetupError
 		require.ErrorAs(t, err, &se)
-		require.Equal(t, stepMakePrivate, se.Step)
+		require.Equal(t, string(initproc.StepMakePrivate), se.Step)
 		require.ErrorIs(t, err, unix.EPERM)
 
 		res, out := autoRun(t, r, Spec{Argv: []string{"/usr/bin/python3", "-c", "import json; print(json.dumps([6*7]))"}})
 		require.Equal(t, 0, res.ExitCode, out)
-		require.Equal(t, inForceLandlock, res.InForce, "prestart %d: %s", prestart, out)
+		require.Equal(t, layersLandlockOnly.String(), res.InForce, "prestart %d: %s", prestart, out)
 		require.Equal(t, "[42]\n", out)
 	}
 }

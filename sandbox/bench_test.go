@@ -20,12 +20,12 @@ func bwrapArgs(scratch string) []string {
 		"--setenv", "PATH", "/usr/bin:/bin", "--setenv", "HOME", scratch, "--setenv", "TMPDIR", "/tmp",
 		"--ro-bind", "/usr", "/usr",
 		"--symlink", "usr/bin", "/bin", "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64", "--symlink", "usr/sbin", "/sbin"}
-	for _, f := range systemEtc {
-		if _, err := os.Stat("/etc/" + f); err == nil {
-			args = append(args, "--ro-bind", "/etc/"+f, "/etc/"+f)
+	for _, f := range etcAllowList(IsolationNamespace) {
+		if _, err := os.Stat(f); err == nil {
+			args = append(args, "--ro-bind", f, f)
 		}
 	}
-	for _, d := range viewDevices {
+	for _, d := range sandboxDevices {
 		args = append(args, "--dev-bind", d, d)
 	}
 	args = append(args, "--tmpfs", "/dev/shm", "--tmpfs", "/tmp", "--proc", "/proc",
@@ -52,12 +52,12 @@ func BenchmarkSandboxStart(b *testing.B) {
 	require.NoError(b, err)
 	b.Cleanup(func() { _ = os.RemoveAll(root) })
 	require.NoError(b, os.Chmod(root, 0o711))
-	r, err := New(Config{Isolation: IsolationNamespace, ScratchRoot: root})
+	r, err := startedNew(Config{Isolation: IsolationNamespace, ScratchRoot: root})
 	require.NoError(b, err)
-	rNS, err := New(Config{Isolation: IsolationNamespace, ScratchRoot: root})
+	rNS, err := startedNew(Config{Isolation: IsolationNamespace, ScratchRoot: root})
 	require.NoError(b, err)
-	rNS.ns.noLayer.Store(true)
-	rWarm, err := New(Config{Isolation: IsolationNamespace, ScratchRoot: root, Prestart: 1})
+	rNS.noLayer.Store(true)
+	rWarm, err := startedNew(Config{Isolation: IsolationNamespace, ScratchRoot: root, Prestart: 1})
 	require.NoError(b, err)
 	b.Cleanup(func() { _ = rWarm.Close() })
 	scratch, err := os.MkdirTemp(root, "bwrap-")
@@ -76,7 +76,7 @@ func BenchmarkSandboxStart(b *testing.B) {
 	require.NoError(b, exec.Command(bwrap, bargs...).Run())
 
 	warmSpec := Spec{Limits: rWarm.cfg.Defaults}
-	for rWarm.warmReady(warmKeyOf(warmSpec)) < 1 {
+	for rWarm.warmReady(namespaceMode{}.warmKey(warmSpec)) < 1 {
 		time.Sleep(time.Millisecond)
 	}
 	var plain, full, ns, bw, warm, refill time.Duration
@@ -106,7 +106,7 @@ func BenchmarkSandboxStart(b *testing.B) {
 		warm += t5.Sub(t4)
 		// Let the pool refill before the next iteration, so its cost does
 		// not land on the other variants' timings; reported on its own.
-		for rWarm.warmReady(warmKeyOf(warmSpec)) < 1 {
+		for rWarm.warmReady(namespaceMode{}.warmKey(warmSpec)) < 1 {
 			time.Sleep(100 * time.Microsecond)
 		}
 		refill += time.Since(t5)

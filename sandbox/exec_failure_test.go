@@ -14,7 +14,7 @@ import (
 // never a SetupError, in every mode; the control runs.
 func TestCommandThatCannotBeExecutedIsTheTasksFailure(t *testing.T) {
 	for _, m := range append(runModes(), usageMode{"insecure", false, func(t *testing.T) (*Runner, Isolation) {
-		r, err := New(Config{Isolation: IsolationNone, AllowInsecure: true, ScratchRoot: t.TempDir()})
+		r, err := startedNew(Config{Isolation: IsolationNone, AllowInsecure: true, ScratchRoot: t.TempDir()})
 		require.NoError(t, err)
 		return r, IsolationNone
 	}}) {

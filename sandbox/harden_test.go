@@ -33,15 +33,15 @@ type isolationCase struct {
 func hardenedModes(t *testing.T) []isolationCase {
 	t.Helper()
 	return []isolationCase{
-		{name: "landlock", inForce: inForceLandlock, run: func(t *testing.T, spec Spec) probeOut {
+		{name: "landlock", inForce: layersLandlockOnly.String(), run: func(t *testing.T, spec Spec) probeOut {
 			llRequire(t, 6)
 			spec.Isolation = IsolationLandlock
 			return runIn(t, llRunner(t, 1_900_100_400), spec)
 		}},
-		{name: "layered", inForce: "namespace" + inForceLayer, run: func(t *testing.T, spec Spec) probeOut {
+		{name: "layered", inForce: layersLayered.String(), run: func(t *testing.T, spec Spec) probeOut {
 			llRequire(t, 6)
 			r := nsRunner(t)
-			r.ns.noLayer.Store(false)
+			r.noLayer.Store(false)
 			return runIn(t, r, spec)
 		}},
 	}
@@ -146,8 +146,8 @@ func llOrdinaryRunner(t *testing.T) *Runner {
 	t.Helper()
 	llRequire(t, 6)
 	r := llRunner(t, 1_900_100_500)
-	r.ns.pool = nil
-	r.ns.cgroups = cgroupSupport{}
+	r.pool = nil
+	r.cgroups = cgroupSupport{}
 	return r
 }
 

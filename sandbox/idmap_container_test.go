@@ -20,7 +20,7 @@ import (
 // "RESULT <mode> <uid> <gid> <in force>" or "ERROR <mode> <error>".
 func containerHelper() int {
 	for _, iso := range []Isolation{IsolationNamespace, IsolationLandlock, IsolationAuto} {
-		r, err := New(Config{Isolation: iso, InitPath: os.Getenv(testInitEnv)})
+		r, err := startedNew(Config{Isolation: iso, InitPath: os.Getenv(testInitEnv)})
 		if err != nil {
 			fmt.Printf("ERROR %s %v\n", iso, err)
 			continue

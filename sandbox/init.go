@@ -27,9 +27,6 @@ const (
 	initStatusExec  = initproc.StatusExec
 )
 
-// viewDevices are bound from the host /dev; nothing else of /dev exists.
-var viewDevices = initproc.ViewDevices
-
 // MaybeInit runs the sandbox init and never returns when this process was
 // started as one; otherwise it returns at once. Call it first thing in
 // main() and in TestMain of packages whose tests run sandboxes: a Runner
@@ -47,5 +44,5 @@ func setupErrorOf(f initFailure) *SetupError {
 	if f.Errno != 0 {
 		err = syscall.Errno(f.Errno)
 	}
-	return &SetupError{Step: f.Step, Path: f.Path, Err: err}
+	return &SetupError{Step: string(f.Step), Path: f.Path, Err: err}
 }

@@ -17,10 +17,10 @@ func TestInitViaProcSelfExe(t *testing.T) {
 	base := nsRunner(t)
 	cfg := base.cfg
 	cfg.InitPath = selfExe
-	r, err := New(cfg)
+	r, err := startedNew(cfg)
 	require.NoError(t, err)
 	require.Equal(t, selfExe, r.init.exec)
-	r.ns.noLayer.Store(true)
+	r.noLayer.Store(true)
 	o := runIn(t, r, Spec{Argv: sh(`test ! -e /root && echo isolated; grep NoNewPrivs /proc/self/status; echo $$`)})
 	require.Equal(t, "isolated\nNoNewPrivs:\t1\n1\n", o.stdout, o.stderr)
 	if landlockABI().require(landlockMinABIDefault) != nil {
@@ -29,7 +29,7 @@ func TestInitViaProcSelfExe(t *testing.T) {
 	res, err := r.Run(context.Background(), Spec{Argv: []string{"/bin/true"}, Isolation: IsolationLandlock})
 	require.NoError(t, err)
 	require.Equal(t, 0, res.ExitCode)
-	require.Equal(t, inForceLandlock, res.InForce)
+	require.Equal(t, layersLandlockOnly.String(), res.InForce)
 }
 
 // TestDedicatedInitIsExecutedThroughItsDescriptor: a configured init is
@@ -48,7 +48,7 @@ func TestDedicatedInitIsExecutedThroughItsDescriptor(t *testing.T) {
 	o := runIn(t, r, Spec{Argv: sh(`echo ran`)})
 	require.Equal(t, "ran\n", o.stdout)
 
-	_, err := New(Config{InitPath: "/nonexistent/warren-sandbox-init", ScratchRoot: r.cfg.ScratchRoot})
+	_, err := startedNew(Config{InitPath: "/nonexistent/warren-sandbox-init", ScratchRoot: r.cfg.ScratchRoot})
 	var se *SetupError
 	require.ErrorAs(t, err, &se)
 	require.Equal(t, "open sandbox init", se.Step)
@@ -93,12 +93,12 @@ func TestTaskKeepsParentDeathSignal(t *testing.T) {
 			}
 			cfg := base.cfg
 			cfg.InitPath, cfg.Isolation, cfg.Prestart = selfExe, tc.iso, tc.prestart
-			r, err := New(cfg)
+			r, err := startedNew(cfg)
 			require.NoError(t, err)
 			t.Cleanup(func() { require.NoError(t, r.Close()) })
 			if tc.prestart > 0 {
 				spec := Spec{Limits: Limits{}.withDefaults(r.cfg.Defaults)}
-				require.Eventually(t, func() bool { return r.warmReady(warmKeyOf(spec)) == 1 }, 20*time.Second, 5*time.Millisecond)
+				require.Eventually(t, func() bool { return r.warmReady(namespaceMode{}.warmKey(spec)) == 1 }, 20*time.Second, 5*time.Millisecond)
 			}
 			o := runIn(t, r, Spec{Argv: []string{"python3", "-c", probe}})
 			require.Equal(t, "9\n", o.stdout, o.stderr)

@@ -220,6 +220,28 @@ func (s *startedInit) finish(ctx context.Context, l initLaunch) (*Result, error)
 	return res, nil
 }
 
+// prepare attaches the init to its cgroup, sends the view (and the
+// Landlock policy to build ahead) and waits until the init reports it
+// built (or names the step that failed).
+func (s *startedInit) prepare(cg *runCgroup, ns *nsConfig, policy *landlockPolicy) error {
+	if err := cg.attach(s.cmd.Process.Pid, cg.v2Dir() != "" && !s.cmd.SysProcAttr.UseCgroupFD); err != nil {
+		return &SetupError{Step: "attach cgroup", Err: err}
+	}
+	s.attached = true
+	if err := writeJSON(s.confW, &initConfig{Prepare: true, NS: ns, Landlock: policy}); err != nil {
+		return &SetupError{Step: "send view", Err: err}
+	}
+	var b [1]byte
+	if _, err := io.ReadFull(s.statusR, b[:]); err != nil {
+		return &SetupError{Step: "init", Err: errInitDied}
+	}
+	if b[0] == initStatusReady {
+		return nil
+	}
+	rest, _ := io.ReadAll(s.statusR)
+	return parseFailure(append(b[:], rest...))
+}
+
 // writeJSON sends one message to the init in a single write.
 func writeJSON(w io.Writer, v any) error {
 	b, err := json.Marshal(v)

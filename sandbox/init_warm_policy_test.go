@@ -14,10 +14,10 @@ import (
 // equality, so a mismatch costs time, never isolation:
 // initproc.TestPreparedLandlockMatchesOnlyItsPolicy).
 func TestWarmPolicyIsTheTasksPolicy(t *testing.T) {
-	r, err := New(Config{Isolation: IsolationAuto, ScratchRoot: t.TempDir()})
+	r, err := startedNew(Config{Isolation: IsolationAuto, ScratchRoot: t.TempDir()})
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, r.Close()) })
-	r.nsInit()
+	r.setupHost()
 	for _, tc := range []struct {
 		name string
 		spec Spec
@@ -28,17 +28,19 @@ func TestWarmPolicyIsTheTasksPolicy(t *testing.T) {
 		{"empty toolchain list", Spec{ReadOnly: []string{}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			const scratch, uid = "/scratch/warren-x", 1_900_000_123
+			b := &box{uid: 1_900_000_123, gid: 1_900_000_123, home: scratchDir{path: "/scratch/warren-x"}}
 			// Landlock mode.
-			want := r.landlockTask(tc.spec, scratch, uid, uid).Landlock
-			got := r.warmPolicy(landlockKeyOf(tc.spec), scratch, uid, uid)
+			ll := landlockMode{}
+			want, _ := ll.task(r, tc.spec, b)
+			got := warmPolicy(r, ll, ll.warmKey(tc.spec), b)
 			require.NotNil(t, got)
-			require.JSONEq(t, mustJSON(t, want), mustJSON(t, got))
+			require.JSONEq(t, mustJSON(t, want.Landlock), mustJSON(t, got))
 			// Namespace mode with the layer.
 			spec := tc.spec
 			spec.Limits = spec.Limits.withDefaults(r.cfg.Defaults)
-			cfg, _ := r.taskConfig(spec, scratch)
-			got = r.warmPolicy(warmKeyOf(spec), scratch, uid, uid)
+			ns := namespaceMode{}
+			cfg, _ := ns.task(r, spec, b)
+			got = warmPolicy(r, ns, ns.warmKey(spec), b)
 			require.Equal(t, cfg.Landlock == nil, got == nil)
 			require.JSONEq(t, mustJSON(t, cfg.Landlock), mustJSON(t, got))
 		})

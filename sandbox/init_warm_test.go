@@ -21,9 +21,9 @@ import (
 func warmRunner(t *testing.T, prestart int) *Runner {
 	t.Helper()
 	cold := nsRunner(t)
-	r, err := New(Config{Isolation: IsolationNamespace, ScratchRoot: cold.cfg.ScratchRoot, Prestart: prestart})
+	r, err := startedNew(Config{Isolation: IsolationNamespace, ScratchRoot: cold.cfg.ScratchRoot, Prestart: prestart})
 	require.NoError(t, err)
-	r.ns.noLayer.Store(true)
+	r.noLayer.Store(true)
 	t.Cleanup(func() { require.NoError(t, r.Close()) })
 	return r
 }
@@ -42,7 +42,7 @@ func scratchDirs(t *testing.T, r *Runner) map[string]bool {
 func waitWarm(t *testing.T, r *Runner, spec Spec, n int) {
 	t.Helper()
 	spec.Limits = spec.Limits.withDefaults(r.cfg.Defaults)
-	require.Eventually(t, func() bool { return r.warmReady(warmKeyOf(spec)) == n }, 20*time.Second, 5*time.Millisecond, "warm pool fills")
+	require.Eventually(t, func() bool { return r.warmReady(namespaceMode{}.warmKey(spec)) == n }, 20*time.Second, 5*time.Millisecond, "warm pool fills")
 }
 
 // TestWarmSandboxesServeMatchingViewsOnly: a run whose view matches the
@@ -88,16 +88,16 @@ func TestWarmSandboxesServeMatchingViewsOnly(t *testing.T) {
 func TestFailedWarmSetupIsDiscarded(t *testing.T) {
 	r := warmRunner(t, 1)
 	waitWarm(t, r, Spec{}, 1)
-	r.ns.warm.mu.Lock()
-	r.ns.warm.viewHook = func(ns *nsConfig) {
+	r.warm.mu.Lock()
+	r.warm.viewHook = func(ns *nsConfig) {
 		ns.Binds = append(ns.Binds, bindMount{Source: "/nonexistent-warren-warm-test"})
 	}
-	r.ns.warm.mu.Unlock()
+	r.warm.mu.Unlock()
 	spec := Spec{Argv: sh(`echo $HOME`), Limits: Limits{TmpSize: 8 << 20}} // a new view: built with the hook
 	failed := func() int {
-		r.ns.warm.mu.Lock()
-		defer r.ns.warm.mu.Unlock()
-		return r.ns.warm.failed
+		r.warm.mu.Lock()
+		defer r.warm.mu.Unlock()
+		return r.warm.failed
 	}
 	for range 3 {
 		before := scratchDirs(t, r)
@@ -105,11 +105,11 @@ func TestFailedWarmSetupIsDiscarded(t *testing.T) {
 		require.False(t, before[strings.TrimSpace(o.stdout)], "cold run")
 		require.Eventually(t, func() bool { return failed() > 0 }, 20*time.Second, 5*time.Millisecond)
 	}
-	require.Zero(t, r.warmReady(warmKeyOf(spec)), "a failed warm sandbox is never offered")
+	require.Zero(t, r.warmReady(namespaceMode{}.warmKey(spec)), "a failed warm sandbox is never offered")
 	require.NoError(t, r.Close())
 	require.Empty(t, scratchDirs(t, r), "failed and closed warm sandboxes leave nothing")
-	if r.ns.pool != nil {
-		require.Empty(t, r.ns.pool.quarantinedUIDs())
+	if r.pool != nil {
+		require.Empty(t, r.pool.quarantinedUIDs())
 	}
 }
 
@@ -128,23 +128,23 @@ func TestCloseKillsAndReleasesWarmSandboxes(t *testing.T) {
 	require.NoError(t, r.Close(), "idempotent")
 	for _, w := range ws {
 		require.Error(t, syscallKill0(w.pid), "warm init %d reaped", w.pid)
-		require.NoDirExists(t, w.scratch.path)
+		require.NoDirExists(t, w.home.path)
 		if w.cg != nil {
 			for _, d := range w.cg.dirs {
 				require.NoDirExists(t, d)
 			}
 		}
-		if r.ns.pool != nil {
-			r.ns.pool.mu.Lock()
-			inUse := r.ns.pool.inUse[w.uid]
-			r.ns.pool.mu.Unlock()
+		if r.pool != nil {
+			r.pool.mu.Lock()
+			inUse := r.pool.inUse[w.uid]
+			r.pool.mu.Unlock()
 			require.False(t, inUse, "uid %d released", w.uid)
 		}
 	}
 	require.Empty(t, scratchDirs(t, r))
 	o := runIn(t, r, Spec{Argv: sh("echo cold")})
 	require.Equal(t, "cold\n", o.stdout)
-	require.Zero(t, r.warmReady(warmKeyOf(Spec{Limits: r.cfg.Defaults})), "no refill after Close")
+	require.Zero(t, r.warmReady(namespaceMode{}.warmKey(Spec{Limits: r.cfg.Defaults})), "no refill after Close")
 }
 
 // syscallKill0 is kill(pid, 0): nil while pid exists (zombies included).
@@ -165,22 +165,22 @@ func TestWarmSandboxesApplyTheLandlockLayer(t *testing.T) {
 	require.Equal(t, "Seccomp:\t0\nnetlink\n", o.stdout, "control: no layer")
 
 	on := warmRunner(t, 1)
-	on.ns.noLayer.Store(false)
+	on.noLayer.Store(false)
 	waitWarm(t, on, Spec{}, 1)
 	before := scratchDirs(t, on)
 	o = runIn(t, on, Spec{Argv: append(probe[:2:2], probe[2]+`; echo $HOME`)})
 	lines := strings.Split(strings.TrimSpace(o.stdout), "\n")
 	require.Equal(t, []string{"Seccomp:\t2", "refused"}, lines[:2], o.stderr)
 	require.True(t, before[lines[2]], "ran warm")
-	require.Equal(t, "namespace"+inForceLayer, o.res.InForce)
+	require.Equal(t, layersLayered.String(), o.res.InForce)
 }
 
 // TestWarmSandboxesRunInTheirOwnCgroup: the warm init joins its run's
 // cgroup before it builds anything, and the task's limits reach it.
 func TestWarmSandboxesRunInTheirOwnCgroup(t *testing.T) {
 	r := warmRunner(t, 1)
-	if r.ns.cgroups.Version == 0 {
-		t.Skip("no usable cgroup here (" + r.ns.cgroups.Why + "): rlimits only, covered by TestResourceLimitsAreReported")
+	if r.cgroups.Version == 0 {
+		t.Skip("no usable cgroup here (" + r.cgroups.Why + "): rlimits only, covered by TestResourceLimitsAreReported")
 	}
 	waitWarm(t, r, Spec{}, 1)
 	before := scratchDirs(t, r)
@@ -202,10 +202,10 @@ func TestWarmLandlockSandboxes(t *testing.T) {
 		t.Skip("Landlock ABI below the default floor: the mode refuses (TestLandlockRefusesBelowMinABI)")
 	}
 	cold := nsRunner(t)
-	r, err := New(Config{Isolation: IsolationLandlock, ScratchRoot: cold.cfg.ScratchRoot, Prestart: 1, UIDBase: 1_900_100_700, UIDCount: 16})
+	r, err := startedNew(Config{Isolation: IsolationLandlock, ScratchRoot: cold.cfg.ScratchRoot, Prestart: 1, UIDBase: 1_900_100_700, UIDCount: 16})
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, r.Close()) })
-	k := landlockKeyOf(Spec{})
+	k := landlockMode{}.warmKey(Spec{})
 	require.Eventually(t, func() bool { return r.warmReady(k) == 1 }, 20*time.Second, 5*time.Millisecond)
 	before := scratchDirs(t, r)
 	victim := hostDir(t)
@@ -222,7 +222,7 @@ func TestWarmLandlockSandboxes(t *testing.T) {
 		require.True(t, strings.HasPrefix(lines[2], "19001007"), "a pool uid: %s", lines[2])
 	}
 	require.Equal(t, []string{"home-ok", "denied"}, lines[3:])
-	require.Equal(t, inForceLandlock, o.res.InForce)
+	require.Equal(t, layersLandlockOnly.String(), o.res.InForce)
 	require.NoFileExists(t, filepath.Join(victim, "w"))
 	require.NoDirExists(t, lines[1], "home removed")
 
@@ -231,10 +231,10 @@ func TestWarmLandlockSandboxes(t *testing.T) {
 	require.NoError(t, r.Close())
 	for _, w := range ws {
 		require.Error(t, syscallKill0(w.pid), "warm init reaped")
-		require.NoDirExists(t, w.scratch.path)
+		require.NoDirExists(t, w.home.path)
 	}
-	if r.ns.pool != nil {
-		require.Empty(t, r.ns.pool.quarantinedUIDs())
+	if r.pool != nil {
+		require.Empty(t, r.pool.quarantinedUIDs())
 	}
 }
 
@@ -255,13 +255,13 @@ func TestWarmRunsShareOneWriterSafely(t *testing.T) {
 				llRequire(t, landlockMinABIDefault)
 			}
 			for _, prestart := range []int{0, 1} { // cold (the control), warm
-				r, err := New(Config{Isolation: iso, ScratchRoot: llTempDir(t, 0o711), UIDBase: 1_900_100_650, UIDCount: 4, Prestart: prestart})
+				r, err := startedNew(Config{Isolation: iso, ScratchRoot: llTempDir(t, 0o711), UIDBase: 1_900_100_650, UIDCount: 4, Prestart: prestart})
 				require.NoError(t, err)
 				t.Cleanup(func() { require.NoError(t, r.Close()) })
 				spec := Spec{Limits: Limits{}.withDefaults(r.cfg.Defaults)}
-				key := warmKeyOf(spec)
+				key := namespaceMode{}.warmKey(spec)
 				if iso == IsolationLandlock {
-					key = landlockKeyOf(spec)
+					key = landlockMode{}.warmKey(spec)
 				}
 				for range 10 {
 					if prestart > 0 {

@@ -37,7 +37,7 @@ func benchRunner(b *testing.B, minABI int) *Runner {
 	require.NoError(b, err)
 	b.Cleanup(func() { _ = os.RemoveAll(root) })
 	require.NoError(b, os.Chmod(root, 0o711))
-	r, err := New(Config{ScratchRoot: root, LandlockMinABI: minABI, UIDBase: 1_900_100_600, UIDCount: 64})
+	r, err := startedNew(Config{ScratchRoot: root, LandlockMinABI: minABI, UIDBase: 1_900_100_600, UIDCount: 64})
 	require.NoError(b, err)
 	return r
 }
@@ -55,7 +55,7 @@ func BenchmarkLandlockStart(b *testing.B) {
 	benchAlternate(b, "plain", "landlock",
 		func() error { return exec.Command("/bin/true").Run() },
 		func() error {
-			res, err := r.runLandlock(ctx, spec)
+			res, err := r.runIsolated(ctx, landlockMode{}, spec)
 			if err == nil && res.ExitCode != 0 {
 				b.Fatalf("exit %d", res.ExitCode)
 			}
@@ -75,11 +75,11 @@ func BenchmarkLandlockWarmStart(b *testing.B) {
 	require.NoError(b, err)
 	b.Cleanup(func() { _ = os.RemoveAll(root) })
 	require.NoError(b, os.Chmod(root, 0o711))
-	r, err := New(Config{Isolation: IsolationLandlock, ScratchRoot: root, UIDBase: 1_900_100_800, UIDCount: 64, Prestart: 1})
+	r, err := startedNew(Config{Isolation: IsolationLandlock, ScratchRoot: root, UIDBase: 1_900_100_800, UIDCount: 64, Prestart: 1})
 	require.NoError(b, err)
 	b.Cleanup(func() { _ = r.Close() })
 	spec := Spec{Argv: []string{"/bin/true"}, Limits: DefaultLimits}
-	k := landlockKeyOf(spec)
+	k := landlockMode{}.warmKey(spec)
 	ctx := context.Background()
 	var plain, warm, refill time.Duration
 	for b.Loop() {
@@ -115,7 +115,7 @@ func BenchmarkLayeredStart(b *testing.B) {
 	nsOnly := benchRunner(b, len(landlockABIFeatures)-1)
 	spec := Spec{Argv: []string{"/bin/true"}, Limits: DefaultLimits}
 	ctx := context.Background()
-	res, err := layered.runNamespace(ctx, spec)
+	res, err := layered.runIsolated(ctx, namespaceMode{}, spec)
 	if err != nil {
 		b.Skipf("namespace mode unavailable: %v", err)
 	}
@@ -124,7 +124,7 @@ func BenchmarkLayeredStart(b *testing.B) {
 	}
 	run := func(r *Runner) func() error {
 		return func() error {
-			_, err := r.runNamespace(ctx, spec)
+			_, err := r.runIsolated(ctx, namespaceMode{}, spec)
 			return err
 		}
 	}

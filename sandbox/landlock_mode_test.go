@@ -19,17 +19,17 @@ import (
 // is private to the test (a range of its own).
 func llRunner(t *testing.T, base uint32) *Runner {
 	t.Helper()
-	r, err := New(Config{ScratchRoot: llTempDir(t, 0o711), UIDBase: base, UIDCount: 4})
+	r, err := startedNew(Config{ScratchRoot: llTempDir(t, 0o711), UIDBase: base, UIDCount: 4})
 	require.NoError(t, err)
-	r.nsInit()
-	if r.ns.pool != nil {
+	r.setupHost()
+	if r.pool != nil {
 		// A pool of the test's own (a quarantine never carries over to the
 		// next test), leased host-wide like every production pool: other
 		// test processes (another package's suite, another copy of this
 		// one) running sandboxes as root at the same time must never get
 		// the same uid, or one's uid sweep kills the other's task.
-		r.ns.pool = newUIDPool(base, 4)
-		r.ns.pool.lockDir = uidLockDir
+		r.pool = newUIDPool(base, 4)
+		r.pool.lockDir = uidLockDir
 	}
 	return r
 }
@@ -39,7 +39,7 @@ func llRunSpec(t *testing.T, r *Runner, spec Spec) (*Result, string) {
 	var out bytes.Buffer
 	spec.Stdout, spec.Stderr = &out, &out
 	spec.Limits = spec.Limits.withDefaults(r.cfg.Defaults)
-	res, err := r.runLandlock(context.Background(), spec)
+	res, err := r.runIsolated(context.Background(), landlockMode{}, spec)
 	require.NoError(t, err, out.String())
 	return res, out.String()
 }
@@ -52,7 +52,7 @@ func TestLandlockModeRuns(t *testing.T) {
 		Env:  map[string]string{"FOO": "bar"},
 	})
 	require.Equal(t, 0, res.ExitCode, out)
-	require.Equal(t, inForceLandlock, res.InForce)
+	require.Equal(t, layersLandlockOnly.String(), res.InForce)
 	fields := strings.Split(strings.SplitN(out, "\n", 2)[0], "|")
 	require.Len(t, fields, 5, out)
 	require.True(t, strings.HasPrefix(fields[0], r.cfg.ScratchRoot+"/"), out)
@@ -75,7 +75,7 @@ func TestLandlockModeRefusesBelowMinABI(t *testing.T) {
 	r := llRunner(t, 1_900_100_100)
 	r.cfg.LandlockMinABI = landlockABI().Effective + 1
 	marker := llTempDir(t, 0o777) + "/ran"
-	_, err := r.runLandlock(context.Background(), Spec{Argv: []string{"/bin/touch", marker}, Limits: DefaultLimits})
+	_, err := r.runIsolated(context.Background(), landlockMode{}, Spec{Argv: []string{"/bin/touch", marker}, Limits: DefaultLimits})
 	require.ErrorIs(t, err, ErrUnavailable)
 	require.ErrorContains(t, err, "LandlockMinABI")
 	require.NoFileExists(t, marker)
@@ -117,8 +117,8 @@ func TestLandlockModeSweepsSetsidEscapee(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			r := llRunner(t, tc.uidStart)
 			if !tc.cgroups {
-				r.ns.cgroups = cgroupSupport{}
-			} else if r.ns.cgroups.Version == 0 {
+				r.cgroups = cgroupSupport{}
+			} else if r.cgroups.Version == 0 {
 				if sandboxtest.InCI() {
 					t.Fatal("no usable cgroup hierarchy as root in CI")
 				}
@@ -132,7 +132,7 @@ func TestLandlockModeSweepsSetsidEscapee(t *testing.T) {
 			pids, err := livePIDsOfUID(uint32(uid))
 			require.NoError(t, err)
 			require.Empty(t, pids, "the escapee must be swept")
-			require.Empty(t, r.ns.pool.quarantinedUIDs())
+			require.Empty(t, r.pool.quarantinedUIDs())
 		})
 	}
 }
@@ -145,9 +145,9 @@ func TestLandlockModeQuarantinesUnverifiedUID(t *testing.T) {
 		t.Skip("dedicated uids need root")
 	}
 	r := llRunner(t, 1_900_100_300)
-	stuck, err := r.ns.pool.acquire()
+	stuck, err := r.pool.acquire()
 	require.NoError(t, err)
-	clean, err := r.ns.pool.acquire()
+	clean, err := r.pool.acquire()
 	require.NoError(t, err)
 
 	home := llTempDir(t, 0o700) + "/home"
@@ -160,12 +160,12 @@ func TestLandlockModeQuarantinesUnverifiedUID(t *testing.T) {
 	t.Cleanup(func() { _ = exec.Command("chattr", "-i", pinned).Run() })
 	require.Error(t, os.Remove(pinned), "control: the pinned file resists removal")
 
-	require.Error(t, r.landlockTeardown(nsScratch{path: home, owned: true}, stuck, nil), "an unremovable home must fail the teardown check")
-	require.NoError(t, r.landlockTeardown(nsScratch{}, clean, nil))
-	require.Contains(t, r.ns.pool.quarantinedUIDs(), stuck)
+	require.Error(t, r.landlockTeardown(scratchDir{path: home, owned: true}, stuck, nil), "an unremovable home must fail the teardown check")
+	require.NoError(t, r.landlockTeardown(scratchDir{}, clean, nil))
+	require.Contains(t, r.pool.quarantinedUIDs(), stuck)
 	seen := map[uint32]bool{}
 	for range 4 {
-		u, err := r.ns.pool.acquire()
+		u, err := r.pool.acquire()
 		if err != nil {
 			require.ErrorIs(t, err, ErrUIDPoolExhausted)
 			break
@@ -186,8 +186,8 @@ func TestProbeLandlock(t *testing.T) {
 	for _, c := range checks {
 		byName[c.Name] = c
 	}
-	require.Contains(t, byName["landlock mode"].Detail, inForceLandlock)
-	require.Equal(t, "namespace"+inForceLayer, byName["isolation auto"].Detail)
+	require.Contains(t, byName["landlock mode"].Detail, layersLandlockOnly.String())
+	require.Equal(t, layersLayered.String(), byName["isolation auto"].Detail)
 
 	// A floor above the host's ABI: refused, and the fix says how to lower it.
 	checks, works = probeLandlock(context.Background(), Config{ScratchRoot: root, UIDBase: 1_900_100_500, UIDCount: 4, LandlockMinABI: landlockABI().Effective + 1}, false)
@@ -210,7 +210,7 @@ func TestLayeredLandlockInForce(t *testing.T) {
 	}
 	run := func(minABI int) (*Result, string) {
 		// A range of its own: the shared default pool belongs to other tests.
-		r, err := New(Config{ScratchRoot: root, LandlockMinABI: minABI, UIDBase: 1_900_100_400, UIDCount: 4})
+		r, err := startedNew(Config{ScratchRoot: root, LandlockMinABI: minABI, UIDBase: 1_900_100_400, UIDCount: 4})
 		require.NoError(t, err)
 		var out bytes.Buffer
 		spec := bind
@@ -224,7 +224,7 @@ func TestLayeredLandlockInForce(t *testing.T) {
 	require.Equal(t, 0, res.ExitCode, "control: bind works in the namespace alone: %s", out)
 
 	res, out = run(0)
-	require.Equal(t, "namespace"+inForceLayer, res.InForce)
+	require.Equal(t, layersLayered.String(), res.InForce)
 	require.NotEqual(t, 0, res.ExitCode, "the Landlock layer must deny the bind")
 	require.Contains(t, out, "PermissionError", out)
 }

@@ -36,26 +36,6 @@ type landlockView struct {
 	PrivateRoot bool
 }
 
-// landlockSystemDirs may be read and executed. Missing ones (lib32 on most
-// hosts) are skipped; merged-/usr links resolve to /usr.
-var landlockSystemDirs = []string{"/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32"}
-
-// landlockEtcFiles are the /etc entries a dynamic program, the resolver and
-// TLS need; the rest of /etc (shadow, ssh keys, worker config) stays denied
-// whatever the uid.
-var landlockEtcFiles = []string{
-	"/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d",
-	"/etc/passwd", "/etc/group", "/etc/nsswitch.conf",
-	"/etc/hosts", "/etc/host.conf", "/etc/resolv.conf", "/etc/gai.conf",
-	"/etc/localtime", "/etc/timezone", "/etc/protocols", "/etc/services",
-	"/etc/mime.types", "/etc/os-release", "/etc/ssl", "/etc/ca-certificates",
-	"/etc/alternatives",
-}
-
-// landlockDevices are the device nodes a sandbox may read and write.
-// Deliberately no /dev/tty (TIOCSTI) and no /dev/shm (host-shared).
-var landlockDevices = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom"}
-
 // newLandlockPolicy builds the policy for a view: read + execute on the
 // system dirs and toolchain, read-only /proc and the /etc allow-list, the
 // safe /dev nodes, everything on the home (and private writable trees),
@@ -70,9 +50,9 @@ func newLandlockPolicy(v landlockView) *landlockPolicy {
 	none := v.Network != NetworkLoopback
 	p := &landlockPolicy{
 		MinABI:         minABI,
-		ReadExec:       append(slices.Clone(landlockSystemDirs), v.Toolchain...),
-		ReadOnly:       append([]string{"/proc"}, landlockEtcFiles...),
-		Devices:        slices.Clone(landlockDevices),
+		ReadExec:       append(systemDirs(IsolationLandlock), v.Toolchain...),
+		ReadOnly:       append([]string{"/proc"}, etcAllowList(IsolationLandlock)...),
+		Devices:        slices.Clone(sandboxDevices),
 		ReadWrite:      append([]string{v.Home}, v.Writable...),
 		DenyTCPConnect: none,
 		Seccomp:        (&seccompPolicy{AllowInet: !none, AllowUnix: v.UnixSockets}).assembled(),
@@ -106,5 +86,5 @@ func applyLandlock(p *landlockPolicy) error {
 			cause = fmt.Errorf("%w: %w", ErrUnavailable, cause)
 		}
 	}
-	return &SetupError{Step: step, Path: path, Err: cause}
+	return &SetupError{Step: string(step), Path: path, Err: cause}
 }

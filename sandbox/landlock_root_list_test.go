@@ -18,7 +18,7 @@ func TestLayeredModeListsTheViewRoot(t *testing.T) {
 	sandboxtest.RequireUserNS(t)
 	r := autoRunner(t, 1_900_100_800, 0)
 	res, out := autoRun(t, r, Spec{Argv: []string{"/bin/sh", "-c", "ls / && echo -- && ls /dev"}, Isolation: IsolationNamespace})
-	require.Equal(t, "namespace"+inForceLayer, res.InForce)
+	require.Equal(t, layersLayered.String(), res.InForce)
 	require.Equal(t, 0, res.ExitCode, out)
 	root, dev, ok := strings.Cut(out, "--\n")
 	require.True(t, ok, out)
@@ -41,7 +41,7 @@ func TestLandlockOnlyModeDoesNotListTheHostRoot(t *testing.T) {
 		ReadOnly:  []string{filepath.Dir(bin)},
 		Isolation: IsolationLandlock,
 	})
-	require.Equal(t, inForceLandlock, res.InForce)
+	require.Equal(t, layersLandlockOnly.String(), res.InForce)
 	require.Equal(t, llExitDenied, res.ExitCode, "listing the host / must be denied: %s", out)
 	require.Contains(t, out, "permission denied")
 }

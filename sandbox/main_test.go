@@ -103,12 +103,12 @@ func helperMain(mode string) int {
 		fmt.Fprintln(os.Stderr, "unknown helper mode", mode)
 		return 2
 	}
-	r, err := New(Config{Isolation: IsolationNamespace, ScratchRoot: os.Getenv("WARREN_SANDBOX_TEST_ROOT")})
+	r, err := startedNew(Config{Isolation: IsolationNamespace, ScratchRoot: os.Getenv("WARREN_SANDBOX_TEST_ROOT")})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
-	r.ns.noLayer.Store(true)
+	r.noLayer.Store(true)
 	_, err = r.Run(context.Background(), Spec{Argv: argv, Stdout: os.Stdout, Limits: Limits{Wall: time.Minute}})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

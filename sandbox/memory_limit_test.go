@@ -143,8 +143,8 @@ func TestSmallMemoryLimitsBindTheTaskNotTheInit(t *testing.T) {
 				{"python3 at 256 MiB", Spec{Argv: py(`print("ok")`), Limits: Limits{Memory: 256 << 20}}, "ok\n"},
 				{"shell at 64 MiB", Spec{Argv: sh(`echo ok`), Limits: Limits{Memory: 64 << 20}}, "ok\n"},
 			}
-			r.nsInit()
-			if r.ns.cgroups.Version != 0 {
+			r.setupHost()
+			if r.cgroups.Version != 0 {
 				cases = append(cases, struct {
 					name   string
 					spec   Spec
@@ -185,8 +185,8 @@ func TestMemoryBombIsStoppedAtSmallLimits(t *testing.T) {
 	for _, m := range runModes() {
 		t.Run(m.name, func(t *testing.T) {
 			r, iso := m.runner(t)
-			r.nsInit()
-			cgroup := r.ns.cgroups.Version != 0
+			r.setupHost()
+			cgroup := r.cgroups.Version != 0
 			for _, limit := range []int64{64 << 20, 256 << 20} {
 				o := modeRun(t, r, iso, Spec{Argv: alloc(16), Limits: Limits{Memory: limit}})
 				require.Equal(t, "allocated\n", o.stdout, "control at %d MiB: %s", limit>>20, o.stderr)

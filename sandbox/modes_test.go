@@ -15,7 +15,7 @@ import (
 // Landlock layer; the warm namespace runner has the layer too).
 func runModes() []usageMode {
 	return append(usageModes(), usageMode{"layered cold", false, func(t *testing.T) (*Runner, Isolation) {
-		r, err := New(Config{Isolation: IsolationNamespace, ScratchRoot: nsRunner(t).cfg.ScratchRoot})
+		r, err := startedNew(Config{Isolation: IsolationNamespace, ScratchRoot: nsRunner(t).cfg.ScratchRoot})
 		require.NoError(t, err)
 		return r, IsolationNamespace
 	}})

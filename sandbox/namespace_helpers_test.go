@@ -23,9 +23,10 @@ func nsRunner(t *testing.T) *Runner {
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, os.RemoveAll(root)) })
 	require.NoError(t, os.Chmod(root, 0o711))
+	// Not started: these runs cover a Run before Start (cold).
 	r, err := New(Config{Isolation: IsolationNamespace, ScratchRoot: root})
 	require.NoError(t, err)
-	r.ns.noLayer.Store(true) // these tests prove the namespace layer alone
+	r.noLayer.Store(true) // these tests prove the namespace layer alone
 	return r
 }
 

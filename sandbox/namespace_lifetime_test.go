@@ -167,11 +167,11 @@ func TestNothingIsLeftBehind(t *testing.T) {
 	mi, err := os.ReadFile("/proc/self/mountinfo")
 	require.NoError(t, err)
 	require.NotContains(t, string(mi), scratch, "no mount left on the host")
-	if r.ns.pool != nil {
-		require.Empty(t, r.ns.pool.quarantinedUIDs(), "teardown was verified")
+	if r.pool != nil {
+		require.Empty(t, r.pool.quarantinedUIDs(), "teardown was verified")
 	}
-	if r.ns.cgroups.Version != 0 {
-		for _, parent := range r.ns.cgroups.parents {
+	if r.cgroups.Version != 0 {
+		for _, parent := range r.cgroups.parents {
 			ents, err := os.ReadDir(parent)
 			require.NoError(t, err)
 			for _, e := range ents {
@@ -198,10 +198,10 @@ func TestNamespaceModeWorksWheneverTheKernelAllows(t *testing.T) {
 // meets the floor, and says exactly that in InForce.
 func TestNamespaceModeWithTheLandlockLayer(t *testing.T) {
 	r := nsRunner(t)
-	r.ns.noLayer.Store(false)
+	r.noLayer.Store(false)
 	want := "namespace"
 	if landlockABI().require(r.cfg.LandlockMinABI) == nil {
-		want = "namespace" + inForceLayer
+		want = layersLayered.String()
 	}
 	o := runIn(t, r, Spec{Argv: sh(`echo ok > $HOME/f && cat $HOME/f && echo t > /tmp/t && cat /tmp/t && test ! -e /root && echo isolated`)})
 	require.Equal(t, "ok\nt\nisolated\n", o.stdout, o.stderr)
@@ -227,10 +227,10 @@ func TestExitStatusAndSignalAreReported(t *testing.T) {
 // and view, stdio, exit status, setup failure, timeout, cleanup.
 func TestPrestartedInitsRunLikeColdOnes(t *testing.T) {
 	cold := nsRunner(t)
-	r, err := New(Config{Isolation: IsolationNamespace, ScratchRoot: cold.cfg.ScratchRoot, Prestart: 2})
+	r, err := startedNew(Config{Isolation: IsolationNamespace, ScratchRoot: cold.cfg.ScratchRoot, Prestart: 2})
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, r.Close()) })
-	r.ns.noLayer.Store(true)
+	r.noLayer.Store(true)
 	probe := sh(`cat; grep -E '^(CapEff|NoNewPrivs):' /proc/self/status; test ! -e /root && echo isolated; echo $$; echo err >&2; exit 3`)
 	for i := range 4 {
 		o := runIn(t, r, Spec{Argv: probe, Stdin: strings.NewReader(fmt.Sprintf("in%d\n", i))})
@@ -238,7 +238,7 @@ func TestPrestartedInitsRunLikeColdOnes(t *testing.T) {
 		require.Equal(t, "err\n", o.stderr)
 		require.Equal(t, 3, o.res.ExitCode)
 	}
-	require.Eventually(t, func() bool { return r.warmReady(warmKeyOf(Spec{Limits: r.cfg.Defaults})) == 2 }, 20*time.Second, 5*time.Millisecond, "the pool refills")
+	require.Eventually(t, func() bool { return r.warmReady(namespaceMode{}.warmKey(Spec{Limits: r.cfg.Defaults})) == 2 }, 20*time.Second, 5*time.Millisecond, "the pool refills")
 
 	scratch := hostDir(t)
 	_, err = r.Run(context.Background(), Spec{Argv: sh("touch $HOME/ran"), Scratch: scratch, Limits: Limits{TmpSize: -1}})
@@ -251,7 +251,7 @@ func TestPrestartedInitsRunLikeColdOnes(t *testing.T) {
 	o := runIn(t, r, Spec{Argv: sh(`(setsid sleep ` + m + ` &); sleep ` + m), Limits: Limits{Wall: 300 * time.Millisecond}})
 	require.True(t, o.res.TimedOut)
 	require.Empty(t, pidsWithArg(t, m))
-	if r.ns.pool != nil {
-		require.Empty(t, r.ns.pool.quarantinedUIDs())
+	if r.pool != nil {
+		require.Empty(t, r.pool.quarantinedUIDs())
 	}
 }

@@ -89,12 +89,12 @@ except OSError as e:
 func TestResourceLimitsAreReported(t *testing.T) {
 	r := nsRunner(t)
 	o := runIn(t, r, Spec{Argv: sh("true")})
-	if os.Geteuid() == 0 && r.ns.cgroups.Version != 0 {
+	if os.Geteuid() == 0 && r.cgroups.Version != 0 {
 		require.True(t, strings.HasPrefix(o.res.ResourceLimits, "cgroup v"), o.res.ResourceLimits)
 	} else {
 		require.True(t, strings.HasPrefix(o.res.ResourceLimits, "rlimits only ("), o.res.ResourceLimits)
 	}
-	require.Equal(t, r.ns.cgroups.String(), o.res.ResourceLimits)
+	require.Equal(t, r.cgroups.String(), o.res.ResourceLimits)
 }
 
 func TestRlimitsAreApplied(t *testing.T) {
@@ -105,7 +105,7 @@ func TestRlimitsAreApplied(t *testing.T) {
 	// RLIMIT_AS only without a cgroup: with one, the cgroup bounds memory
 	// and the address space is left as the worker's (unlimited here).
 	as := "(536870912, 536870912)"
-	if r.ns.cgroups.Version != 0 {
+	if r.cgroups.Version != 0 {
 		as = "(-1, -1)"
 	}
 	require.Equal(t, "[(77, 77), (33, 33), (1048576, 1048576), (10, 11), "+as+", (0, 0)]\n", o.stdout)
@@ -113,9 +113,9 @@ func TestRlimitsAreApplied(t *testing.T) {
 
 func TestRunIsInItsOwnCgroup(t *testing.T) {
 	r := nsRunner(t)
-	r.nsInit()
-	if r.ns.cgroups.Version != 1 {
-		t.Skipf("no usable cgroup v1 here (%s): the rlimit fallback is covered by TestResourceLimitsAreReported", r.ns.cgroups)
+	r.setupHost()
+	if r.cgroups.Version != 1 {
+		t.Skipf("no usable cgroup v1 here (%s): the rlimit fallback is covered by TestResourceLimitsAreReported", r.cgroups)
 	}
 	probe := sh("grep -E ':(memory|pids):' /proc/self/cgroup")
 	_, out := runOut(t, probe...)
@@ -131,11 +131,11 @@ func TestRunIsInItsOwnCgroup(t *testing.T) {
 // of the limit (a warm sandbox's cgroup gets the task's limit late).
 func TestCgroupV1BoundsSwapToo(t *testing.T) {
 	r := nsRunner(t)
-	r.nsInit()
-	if r.ns.cgroups.Version != 1 {
-		t.Skipf("no usable cgroup v1 here (%s)", r.ns.cgroups)
+	r.setupHost()
+	if r.cgroups.Version != 1 {
+		t.Skipf("no usable cgroup v1 here (%s)", r.cgroups)
 	}
-	cg, err := r.ns.cgroups.create(fmt.Sprintf("warren-swaptest-%d", os.Getpid()), 64<<20, 16)
+	cg, err := r.cgroups.create(fmt.Sprintf("warren-swaptest-%d", os.Getpid()), 64<<20, 16)
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, cg.remove()) })
 	memsw := filepath.Join(cg.dirs["memory"], "memory.memsw.limit_in_bytes")

@@ -48,9 +48,9 @@ func oneUIDRunner(t *testing.T) (*Runner, uint32) {
 		return r, uint32(os.Getuid())
 	}
 	base := uint32(1_950_000_000 + rand.IntN(1_000_000))
-	r2, err := New(Config{Isolation: IsolationNamespace, ScratchRoot: r.cfg.ScratchRoot, UIDBase: base, UIDCount: 1})
+	r2, err := startedNew(Config{Isolation: IsolationNamespace, ScratchRoot: r.cfg.ScratchRoot, UIDBase: base, UIDCount: 1})
 	require.NoError(t, err)
-	r2.ns.noLayer.Store(true)
+	r2.noLayer.Store(true)
 	return r2, base
 }
 

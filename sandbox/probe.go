@@ -105,7 +105,12 @@ func probeNamespace(ctx context.Context, cfg Config) Check {
 	cfg.Prestart = 0
 	// The worker's own scratch root (the per-user default unless set):
 	// the probe must fail where the worker would.
+	// Started as the worker's (it sweeps what dead workers left).
 	r, err := New(cfg)
+	if err == nil {
+		defer r.Close()
+		err = r.Start(ctx)
+	}
 	if err != nil {
 		c.Detail, c.Fix = err.Error(), setupFix(err)
 		return c

@@ -26,7 +26,7 @@ func TestProbeLaunchesARealSandbox(t *testing.T) {
 	}
 	if landlockABI().require(landlockMinABIDefault) == nil {
 		require.Contains(t, rep.Modes, IsolationLandlock)
-		require.Contains(t, out.String(), "probe sandbox ran: "+inForceLandlock)
+		require.Contains(t, out.String(), "probe sandbox ran: "+layersLandlockOnly.String())
 	}
 }
 

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -58,7 +60,7 @@ type Config struct {
 	// cost off a run's critical path. Each serves one run and is replaced in
 	// the background; each idle one holds a sandbox uid, a scratch directory
 	// and a few MB. Runs whose stdio are *os.File, or with Spec.Scratch,
-	// start cold. Call Close to release them. Defaults to 0 (every run
+	// start cold. Start starts them, Close releases them. Defaults to 0 (every run
 	// starts cold).
 	Prestart int
 	// InitPath is the sandbox init binary (cmd/warren-sandbox-init, a small
@@ -163,14 +165,27 @@ type Runner struct {
 	cfg  Config
 	init initBinary // the sandbox init (init_binary.go)
 	log  zerolog.Logger
-	ns   nsState // namespace mode (namespace.go)
 	// defaultRoot: cfg.ScratchRoot is the per-user default (scratch_root.go).
 	defaultRoot bool
+
+	// What the isolated modes share, detected once (setupHost).
+	hostOnce sync.Once
+	cgroups  cgroupSupport
+	pool     *uidPool // nil when the worker is not root
+	// noLayer leaves the namespace mode's Landlock layer off, so tests
+	// prove the namespace layer's own properties (the layer is proven by
+	// its own tests).
+	noLayer atomic.Bool
+
+	life lifecycle // Start and Close (lifecycle.go)
+	warm warmState // warm sandboxes (warm_pool.go)
 }
 
-// New checks the configuration and returns a Runner. It does not probe the
-// kernel; a mode that turns out to be unavailable fails its first Run with
-// ErrUnavailable (fail closed), and `warren doctor` probes up front.
+// New checks the configuration and returns a Runner. It starts nothing
+// and does not probe the kernel: Start sweeps what dead workers left and
+// starts the warm pool; a mode that turns out to be unavailable fails its
+// first Run with ErrUnavailable (fail closed), and `warren doctor` probes
+// up front.
 func New(cfg Config) (*Runner, error) {
 	explicitRoot := cfg.ScratchRoot != ""
 	cfg = cfg.withDefaults()
@@ -187,34 +202,19 @@ func New(cfg Config) (*Runner, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Runner{cfg: cfg, init: init, log: cfg.Logger.With().Str("component", "sandbox").Logger(), defaultRoot: !explicitRoot}
-	// Sweeps what dead workers left behind, and starts the warm pool.
-	r.nsInit()
-	return r, nil
+	return &Runner{cfg: cfg, init: init, log: cfg.Logger.With().Str("component", "sandbox").Logger(), defaultRoot: !explicitRoot}, nil
 }
 
 // Run runs spec.Argv in a sandbox and waits for the whole process tree to
 // end. Cancelling ctx kills the tree. An error means the command did not run
-// (or its end could not be observed); a non-zero exit is not an error.
+// (or its end could not be observed); a non-zero exit is not an error. A
+// Run before Start (or after Close) starts cold.
 func (r *Runner) Run(ctx context.Context, spec Spec) (*Result, error) {
 	if len(spec.Argv) == 0 || spec.Argv[0] == "" {
 		return nil, fmt.Errorf("%w: empty argv", ErrInvalidSpec)
 	}
 	spec.Limits = spec.Limits.withDefaults(r.cfg.Defaults)
-	iso := cmp.Or(spec.Isolation, r.cfg.Isolation)
-	var res *Result
-	var err error
-	switch iso {
-	case IsolationNone:
-		if !r.cfg.AllowInsecure {
-			return nil, ErrInsecureRefused
-		}
-		res, err = r.runInsecure(ctx, spec)
-	case IsolationAuto, IsolationNamespace, IsolationLandlock:
-		res, err = r.runIsolated(ctx, spec, iso)
-	default:
-		return nil, fmt.Errorf("%w: isolation %q", ErrInvalidSpec, iso)
-	}
+	res, err := r.runMode(ctx, spec, cmp.Or(spec.Isolation, r.cfg.Isolation))
 	if err == nil && res.ExecError != nil && spec.Stderr != nil {
 		// As a shell says it; the run's own output is drained by now.
 		_, _ = fmt.Fprintf(spec.Stderr, "warren: %v\n", res.ExecError)

@@ -22,7 +22,7 @@ import (
 // "RESULT <mode> <scratch root> <output>" or "ERROR <mode> <error>".
 func scratchHelper() int {
 	for _, iso := range []Isolation{IsolationNamespace, IsolationLandlock} {
-		r, err := New(Config{Isolation: iso, ScratchRoot: os.Getenv("WARREN_SANDBOX_TEST_ROOT")})
+		r, err := startedNew(Config{Isolation: iso, ScratchRoot: os.Getenv("WARREN_SANDBOX_TEST_ROOT")})
 		if err != nil {
 			fmt.Printf("ERROR %s %v\n", iso, err)
 			continue
@@ -99,7 +99,7 @@ func TestRootAndAnOrdinaryUserShareAHost(t *testing.T) {
 	require.Contains(t, out, "permission denied", out)
 
 	t.Setenv("TMPDIR", tmp)
-	r, err := New(Config{Isolation: IsolationNamespace, InitPath: testInitPath})
+	r, err := startedNew(Config{Isolation: IsolationNamespace, InitPath: testInitPath})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = r.Close() })
 	rootDir := filepath.Join(tmp, "warren-sandboxes-0")
@@ -158,7 +158,7 @@ func TestDefaultScratchRootMustBePrivate(t *testing.T) {
 			dir := defaultScratchRoot()
 			require.Equal(t, filepath.Join(tmp, "warren-sandboxes-"+strconv.Itoa(os.Geteuid())), dir)
 			tt.make(t, dir)
-			r, err := New(Config{Isolation: IsolationNamespace, InitPath: testInitPath})
+			r, err := startedNew(Config{Isolation: IsolationNamespace, InitPath: testInitPath})
 			if tt.refuse != "" {
 				require.ErrorIs(t, err, ErrScratchRootNotPrivate)
 				require.ErrorContains(t, err, tt.refuse)

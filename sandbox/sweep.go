@@ -92,7 +92,7 @@ func (r *Runner) sweepStale() {
 			if !e.IsDir() || !deadOwner(e.Name()) {
 				continue
 			}
-			s := nsScratch{path: filepath.Join(root, e.Name()), owned: true}
+			s := scratchDir{path: filepath.Join(root, e.Name()), owned: true}
 			if err := s.cleanup(); err != nil {
 				r.log.Warn().Err(err).Str("path", s.path).Msg("removing a stale scratch directory")
 				continue
@@ -100,7 +100,7 @@ func (r *Runner) sweepStale() {
 			n++
 		}
 	}
-	for _, parent := range r.ns.cgroups.parents {
+	for _, parent := range r.cgroups.parents {
 		ents, err := os.ReadDir(parent)
 		if err != nil {
 			continue
@@ -125,13 +125,13 @@ func (r *Runner) sweepStale() {
 	}
 }
 
-// staleCgroupName strips the run-cgroup prefixes ("warren-" namespace
-// mode, "ll-" Landlock mode) off a cgroup directory entry.
+// staleCgroupName strips a run-cgroup prefix (cgroupPrefixes) off a
+// cgroup directory entry.
 func staleCgroupName(e fs.DirEntry) (string, bool) {
 	if !e.IsDir() {
 		return "", false
 	}
-	for _, p := range []string{"warren-", "ll-"} {
+	for _, p := range cgroupPrefixes {
 		if rest, ok := strings.CutPrefix(e.Name(), p); ok {
 			return rest, true
 		}

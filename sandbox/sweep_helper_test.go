@@ -22,7 +22,7 @@ func init() {
 	if !ok {
 		return
 	}
-	if _, err := New(Config{Isolation: IsolationNamespace, ScratchRoot: root}); err != nil {
+	if _, err := startedNew(Config{Isolation: IsolationNamespace, ScratchRoot: root}); err != nil {
 		fmt.Fprintln(os.Stderr, "sweeper:", err)
 		os.Exit(2)
 	}

@@ -22,7 +22,7 @@ func TestStaleSandboxesOfADeadWorkerAreSwept(t *testing.T) {
 	m := sleepMarker()
 	// The dead worker and the next one share a cgroup of this test's own:
 	// other Runners on the host cannot sweep its leftovers first.
-	tcg := newTestCgroup(t, r.ns.cgroups)
+	tcg := newTestCgroup(t, r.cgroups)
 	exe, err := os.Executable()
 	require.NoError(t, err)
 	argv := tcg.wrap([]string{exe, "-test.run=^$"})
@@ -65,7 +65,7 @@ func TestStaleSandboxesOfADeadWorkerAreSwept(t *testing.T) {
 	parents := tcg.parents()
 	if len(parents) == 0 {
 		// Not cgroup v1: the run cgroups are under the test's own cgroup.
-		for _, p := range r.ns.cgroups.parents {
+		for _, p := range r.cgroups.parents {
 			parents = append(parents, p)
 		}
 	}
@@ -78,7 +78,7 @@ func TestStaleSandboxesOfADeadWorkerAreSwept(t *testing.T) {
 			}
 		}
 	}
-	if r.ns.cgroups.Version != 0 {
+	if r.cgroups.Version != 0 {
 		require.NotEmpty(t, staleCgroups, "the killed worker's cgroups are left behind")
 	}
 

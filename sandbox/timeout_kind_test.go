@@ -53,7 +53,7 @@ print("child", p.returncode, p.stdout.strip(), "MemoryError" if "MemoryError" in
 	for _, m := range runModes() {
 		t.Run(m.name, func(t *testing.T) {
 			r, iso := m.runner(t)
-			r.nsInit()
+			r.setupHost()
 			o := modeRun(t, r, iso, Spec{Argv: child(16), Limits: Limits{Memory: 256 << 20}})
 			require.Equal(t, 0, o.res.ExitCode, o.stderr)
 			require.Equal(t, "child 0 allocated \n", o.stdout, "control")
@@ -61,7 +61,7 @@ print("child", p.returncode, p.stdout.strip(), "MemoryError" if "MemoryError" in
 
 			o = modeRun(t, r, iso, Spec{Argv: child(1024), Limits: Limits{Memory: 256 << 20}})
 			require.Equal(t, 0, o.res.ExitCode, "the command itself exits 0: %+v\nstdout: %s\nstderr: %s", o.res, o.stdout, o.stderr)
-			if r.ns.cgroups.Version != 0 {
+			if r.cgroups.Version != 0 {
 				require.Equal(t, "child -9  \n", o.stdout)
 				require.GreaterOrEqual(t, o.res.OOMKills, 1, "the child's OOM kill is counted")
 			} else {

@@ -81,17 +81,17 @@ func TestReleaseUIDQuarantinesWhenTeardownIsIncomplete(t *testing.T) {
 		t.Skip("the uid pool is used by root workers only")
 	}
 	base := 3_900_000_000 + uint32(os.Getpid()%1000)*10
-	r, err := New(Config{Isolation: IsolationNamespace, ScratchRoot: t.TempDir(), UIDBase: base, UIDCount: 4})
+	r, err := startedNew(Config{Isolation: IsolationNamespace, ScratchRoot: t.TempDir(), UIDBase: base, UIDCount: 4})
 	require.NoError(t, err)
-	r.nsInit()
+	r.setupHost()
 	// A pool of this test's own: the process-wide one keeps what an earlier
 	// run (-count) quarantined.
-	r.ns.pool = newUIDPool(base, 4)
-	uid, err := r.ns.pool.acquire()
+	r.pool = newUIDPool(base, 4)
+	uid, err := r.pool.acquire()
 	require.NoError(t, err)
 	require.NoError(t, r.releaseUID(uid, "", nil), "control: nothing of the uid left")
 
-	uid, err = r.ns.pool.acquire()
+	uid, err = r.pool.acquire()
 	require.NoError(t, err)
 	// A process of that uid outlived the run.
 	p := exec.Command("/bin/sleep", "60")
@@ -99,26 +99,26 @@ func TestReleaseUIDQuarantinesWhenTeardownIsIncomplete(t *testing.T) {
 	require.NoError(t, p.Start())
 	t.Cleanup(func() { _ = p.Process.Kill(); _ = p.Wait() })
 	require.Error(t, r.releaseUID(uid, "", nil))
-	require.Contains(t, r.ns.pool.quarantinedUIDs(), uid)
+	require.Contains(t, r.pool.quarantinedUIDs(), uid)
 
 	// A scratch directory that is still there.
-	uid, err = r.ns.pool.acquire()
+	uid, err = r.pool.acquire()
 	require.NoError(t, err)
 	require.Error(t, r.releaseUID(uid, t.TempDir(), nil))
-	require.Contains(t, r.ns.pool.quarantinedUIDs(), uid)
+	require.Contains(t, r.pool.quarantinedUIDs(), uid)
 
-	if r.ns.cgroups.Version == 0 {
+	if r.cgroups.Version == 0 {
 		return
 	}
 	// A process left in the run's cgroup.
-	uid, err = r.ns.pool.acquire()
+	uid, err = r.pool.acquire()
 	require.NoError(t, err)
-	cg, err := r.ns.cgroups.create(fmt.Sprintf("quarantine-test-%d", os.Getpid()), 64<<20, 16)
+	cg, err := r.cgroups.create(fmt.Sprintf("quarantine-test-%d", os.Getpid()), 64<<20, 16)
 	require.NoError(t, err)
 	q := exec.Command("/bin/sleep", "60")
 	require.NoError(t, q.Start())
 	require.NoError(t, cg.attach(q.Process.Pid, false))
 	t.Cleanup(func() { _ = q.Process.Kill(); _ = q.Wait(); _ = cg.remove() })
 	require.Error(t, r.releaseUID(uid, "", cg))
-	require.Contains(t, r.ns.pool.quarantinedUIDs(), uid)
+	require.Contains(t, r.pool.quarantinedUIDs(), uid)
 }

@@ -39,15 +39,15 @@ type usageMode struct {
 
 func usageModes() []usageMode {
 	noCgroups := func(r *Runner) *Runner {
-		r.nsInit()
-		r.ns.cgroups = cgroupSupport{Why: "disabled by the test: the /proc tree fallback"}
+		r.setupHost()
+		r.cgroups = cgroupSupport{Why: "disabled by the test: the /proc tree fallback"}
 		return r
 	}
 	return []usageMode{
 		{"namespace cold", false, func(t *testing.T) (*Runner, Isolation) { return nsRunner(t), IsolationNamespace }},
 		{"namespace warm", true, func(t *testing.T) (*Runner, Isolation) {
 			// Not warmRunner: it sets noLayer while the refill already reads it.
-			r, err := New(Config{Isolation: IsolationNamespace, ScratchRoot: nsRunner(t).cfg.ScratchRoot, Prestart: 1})
+			r, err := startedNew(Config{Isolation: IsolationNamespace, ScratchRoot: nsRunner(t).cfg.ScratchRoot, Prestart: 1})
 			require.NoError(t, err)
 			t.Cleanup(func() { require.NoError(t, r.Close()) })
 			waitWarm(t, r, Spec{}, 1)
@@ -60,10 +60,10 @@ func usageModes() []usageMode {
 		}},
 		{"landlock warm", true, func(t *testing.T) (*Runner, Isolation) {
 			llRequire(t, landlockMinABIDefault)
-			r, err := New(Config{Isolation: IsolationLandlock, ScratchRoot: llTempDir(t, 0o711), Prestart: 1, UIDBase: 1_900_100_920, UIDCount: 8})
+			r, err := startedNew(Config{Isolation: IsolationLandlock, ScratchRoot: llTempDir(t, 0o711), Prestart: 1, UIDBase: 1_900_100_920, UIDCount: 8})
 			require.NoError(t, err)
 			t.Cleanup(func() { require.NoError(t, r.Close()) })
-			require.Eventually(t, func() bool { return r.warmReady(landlockKeyOf(Spec{})) == 1 }, 20*time.Second, 5*time.Millisecond, "warm pool fills")
+			require.Eventually(t, func() bool { return r.warmReady(landlockMode{}.warmKey(Spec{})) == 1 }, 20*time.Second, 5*time.Millisecond, "warm pool fills")
 			return r, IsolationLandlock
 		}},
 		{"landlock without cgroup", false, func(t *testing.T) (*Runner, Isolation) {
@@ -85,13 +85,13 @@ func TestUsageMemoryObservesRun(t *testing.T) {
 			h := s.handle(t)
 			s.expect(t, "idle")
 			if tc.warm {
-				k := warmKeyOf(Spec{Limits: r.cfg.Defaults})
+				k := namespaceMode{}.warmKey(Spec{Limits: r.cfg.Defaults})
 				if iso == IsolationLandlock {
-					k = landlockKeyOf(Spec{})
+					k = landlockMode{}.warmKey(Spec{})
 				}
 				require.Zero(t, r.warmReady(k), "the run took the warm sandbox (the refill waits for its end)")
 			}
-			require.Equal(t, r.ns.cgroups.Version != 0, h.(*runHandle).cg != nil, "measured from the cgroup exactly when the run has one")
+			require.Equal(t, r.cgroups.Version != 0, h.(*runHandle).cg != nil, "measured from the cgroup exactly when the run has one")
 			idle, err := h.Memory()
 			require.NoError(t, err)
 			require.Positive(t, idle, "an idle python holds some anonymous memory")

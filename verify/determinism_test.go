@@ -21,6 +21,9 @@ func modeRunner(t *testing.T, iso sandbox.Isolation) RunFunc {
 	r, err := sandbox.New(sandbox.Config{Isolation: iso, ScratchRoot: root})
 	if err == nil {
 		t.Cleanup(func() { _ = r.Close() })
+		err = r.Start(context.Background())
+	}
+	if err == nil {
 		_, err = r.Run(context.Background(), sandbox.Spec{Argv: []string{"/bin/true"}})
 	}
 	if err != nil {

@@ -53,11 +53,17 @@ func testRunner(t testing.TB) testSandbox {
 	sandboxOnce.Do(func() {
 		root := filepath.Join(os.TempDir(), "warren-verify-test-sandboxes")
 		ins, err := sandbox.New(sandbox.Config{Isolation: sandbox.IsolationNone, AllowInsecure: true, ScratchRoot: root})
+		if err == nil {
+			err = ins.Start(context.Background())
+		}
 		if err != nil {
 			panic(err)
 		}
 		insecureRun = ins.Run
 		auto, err := sandbox.New(sandbox.Config{Isolation: sandbox.IsolationAuto, ScratchRoot: root})
+		if err == nil {
+			err = auto.Start(context.Background())
+		}
 		if err == nil {
 			_, err = auto.Run(context.Background(), sandbox.Spec{Argv: []string{"/bin/true"}})
 		}

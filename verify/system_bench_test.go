@@ -45,6 +45,7 @@ func BenchmarkCoqSystem(b *testing.B) {
 	runner, err := sandbox.New(sandbox.Config{ScratchRoot: root, InitPath: sandboxtest.BuildInit(b), Prestart: par})
 	require.NoError(b, err)
 	b.Cleanup(func() { _ = runner.Close() })
+	require.NoError(b, runner.Start(context.Background()))
 	w, err := worker.New(nc, worker.Config{
 		HostID: "bench", Capacity: par, Runner: runner, Verifier: benchVerifier{svc},
 		PullWait: 200 * time.Millisecond, Logger: zerolog.Nop(),

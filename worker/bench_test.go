@@ -32,6 +32,7 @@ func benchRunner(b *testing.B) (*sandbox.Runner, string) {
 	r, err := sandbox.New(sandbox.Config{ScratchRoot: dir, InitPath: sandboxtest.BuildInit(b), Prestart: runtime.NumCPU()})
 	require.NoError(b, err)
 	b.Cleanup(func() { _ = r.Close() })
+	require.NoError(b, r.Start(context.Background()))
 	res, err := r.Run(context.Background(), sandbox.Spec{Argv: []string{"/bin/true"}})
 	if err == nil && res.ExitCode == 0 {
 		return r, res.InForce
@@ -39,6 +40,8 @@ func benchRunner(b *testing.B) (*sandbox.Runner, string) {
 	b.Logf("no isolation available (%v): benchmarking the insecure mode", err)
 	r, err = sandbox.New(sandbox.Config{Isolation: sandbox.IsolationNone, AllowInsecure: true, ScratchRoot: dir})
 	require.NoError(b, err)
+	b.Cleanup(func() { _ = r.Close() })
+	require.NoError(b, r.Start(context.Background()))
 	return r, "none (insecure)"
 }
 

@@ -51,6 +51,8 @@ func insecureRunner(t testing.TB) *sandbox.Runner {
 	t.Helper()
 	r, err := sandbox.New(sandbox.Config{Isolation: sandbox.IsolationNone, AllowInsecure: true, ScratchRoot: t.TempDir()})
 	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, r.Close()) })
+	require.NoError(t, r.Start(context.Background()))
 	return r
 }
 

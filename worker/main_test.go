@@ -50,6 +50,9 @@ func runHelperWorker(url string) int {
 		return 2
 	}
 	r, err := sandbox.New(sandbox.Config{Isolation: sandbox.IsolationNone, AllowInsecure: true, ScratchRoot: os.Getenv("WARREN_TEST_SCRATCH")})
+	if err == nil {
+		err = r.Start(context.Background())
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2

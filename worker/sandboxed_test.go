@@ -30,6 +30,7 @@ func sandboxedRunner(t testing.TB, prestart int) *sandbox.Runner {
 		require.NoError(t, r.Close())
 		require.NoError(t, os.RemoveAll(root))
 	})
+	require.NoError(t, r.Start(context.Background()))
 	return r
 }
 

@@ -52,6 +52,10 @@ func (c *sandboxRunCmd) Run(g *globals) error {
 	if err != nil {
 		return err
 	}
+	defer r.Close()
+	if err := r.Start(g.Ctx); err != nil {
+		return err
+	}
 	res, err := r.Run(g.Ctx, sandbox.Spec{
 		Argv:     argv,
 		Stdin:    g.IO.In,

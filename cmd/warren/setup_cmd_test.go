@@ -43,6 +43,8 @@ func startTestWorker(t *testing.T, b *brokertest.Broker) error {
 	nc, _ := b.Dial(t, "setup-worker")
 	r, err := sandbox.New(sandbox.Config{Isolation: sandbox.IsolationNone, AllowInsecure: true, ScratchRoot: t.TempDir()})
 	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, r.Close()) })
+	require.NoError(t, r.Start(context.Background()))
 	w, err := worker.New(nc, worker.Config{HostID: "w1", Capacity: 1, Runner: r, Logger: zerolog.Nop()})
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)

@@ -60,6 +60,11 @@ func (f *workerFlags) buildWorker(ctx context.Context, g *globals, nc *nats.Conn
 		return nil, err
 	}
 	f.runner = runner
+	// Sweeps what dead workers left and starts the warm pool.
+	if err := runner.Start(ctx); err != nil {
+		_ = runner.Close()
+		return nil, err
+	}
 	inForce, err := selfTest(ctx, runner)
 	if err != nil {
 		_ = runner.Close()

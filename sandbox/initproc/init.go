@@ -104,7 +104,7 @@ type Cred struct {
 
 // Failure is the report of a failed step, sent on the status pipe.
 type Failure struct {
-	Step  string `json:"step"`
+	Step  Step   `json:"step"`
 	Path  string `json:"path,omitempty"`
 	Errno int    `json:"errno,omitempty"`
 	Msg   string `json:"msg"`
@@ -112,17 +112,20 @@ type Failure struct {
 
 // stepError is a failed init step; it carries what the parent reports.
 type stepError struct {
-	step, path string
-	err        error
+	step Step
+	path string
+	err  error
 }
 
-func (e *stepError) Error() string { return e.step + " " + e.path + ": " + e.err.Error() }
+func (e *stepError) Error() string { return string(e.step) + " " + e.path + ": " + e.err.Error() }
 
-func fail(step, path string, err error) error { return &stepError{step: step, path: path, err: err} }
+func fail(step Step, path string, err error) error {
+	return &stepError{step: step, path: path, err: err}
+}
 
 // StepOf splits an error of this package into the setup step it names,
 // the path involved and the cause; ok is false for any other error.
-func StepOf(err error) (step, path string, cause error, ok bool) {
+func StepOf(err error) (step Step, path string, cause error, ok bool) {
 	var se *stepError
 	if !errors.As(err, &se) {
 		return "", "", nil, false

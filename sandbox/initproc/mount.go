@@ -37,6 +37,9 @@ type Symlink struct {
 }
 
 // ViewDevices are bound from the host /dev; nothing else of /dev exists.
+// They are also the only devices the Landlock policy allows, in every
+// mode (the worker's sandboxDevices). Deliberately no /dev/tty (TIOCSTI)
+// and no host /dev/shm (host-shared).
 var ViewDevices = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom"}
 
 // newRootMount is where the fresh root tmpfs is mounted before pivot_root.
@@ -57,7 +60,7 @@ type openedSource struct {
 func setupNamespace(ns *NSConfig) error {
 	// Nothing below may propagate to the host's mount namespace.
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
-		return fail("make mounts private", "/", err)
+		return fail(StepMakePrivate, "/", err)
 	}
 	srcs := make([]openedSource, len(ns.Binds))
 	for i, b := range ns.Binds {

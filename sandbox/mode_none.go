@@ -7,12 +7,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"sync/atomic"
 	"syscall"
 	"time"
 
-	"github.com/warrenhq/warren/sandbox/files"
 	"github.com/warrenhq/warren/sandbox/initproc"
 	"golang.org/x/sys/unix"
 )
@@ -34,7 +32,7 @@ func (r *Runner) runInsecure(ctx context.Context, spec Spec) (*Result, error) {
 		// Resolve against the sandbox PATH, not the worker's.
 		p, errno := initproc.LookPath(spec.Argv[0], minimalPath)
 		if errno != 0 {
-			return notExecuted(spec.Argv[0], errno, "none (insecure)"), nil
+			return notExecuted(spec.Argv[0], errno, inForceNone), nil
 		}
 		cmd.Path = p
 	}
@@ -50,7 +48,7 @@ func (r *Runner) runInsecure(ctx context.Context, spec Spec) (*Result, error) {
 		var errno syscall.Errno
 		if errors.As(err, &errno) && isExecErrno(errno) {
 			// execve of the command failed in the child: the task's fault.
-			return notExecuted(spec.Argv[0], errno, "none (insecure)"), nil
+			return notExecuted(spec.Argv[0], errno, inForceNone), nil
 		}
 		return nil, &SetupError{Step: "start", Path: cmd.Path, Err: err}
 	}
@@ -78,24 +76,11 @@ func (r *Runner) runInsecure(ctx context.Context, spec Spec) (*Result, error) {
 	if timedOut.Load() {
 		res.TimedOut, res.Timeout = true, TimeoutWall
 	}
-	res.InForce = "none (insecure)"
+	res.InForce = inForceNone
 	if waitErr != nil && cmd.ProcessState == nil {
 		return nil, fmt.Errorf("sandbox: wait: %w", waitErr)
 	}
 	return res, nil
-}
-
-func resultFromState(ps *os.ProcessState, wall time.Duration) *Result {
-	res := &Result{ExitCode: ps.ExitCode(), Wall: wall}
-	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		res.ExitCode = -1
-		res.Signal = unix.SignalName(ws.Signal())
-	}
-	res.CPU = ps.UserTime() + ps.SystemTime()
-	if ru, ok := ps.SysUsage().(*syscall.Rusage); ok {
-		res.PeakMemory = ru.Maxrss * 1024
-	}
-	return res
 }
 
 // prepareScratch creates the run's scratch directory (or uses spec.Scratch)
@@ -124,54 +109,4 @@ func (r *Runner) prepareScratch(spec Spec) (string, func(), error) {
 		}
 	}
 	return dir, cleanup, nil
-}
-
-// writeFiles writes files under dir through the files API: paths are
-// rooted at dir, and no symlink, FIFO, device or hard link is followed.
-func writeFiles(dir string, fs map[string][]byte) error {
-	names := make([]string, 0, len(fs))
-	for n := range fs {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	home, err := files.Open(dir, files.NoOwner)
-	if err != nil {
-		return &SetupError{Step: "open scratch", Path: dir, Err: err}
-	}
-	defer home.Close()
-	for _, n := range names {
-		if _, err := home.Write(context.Background(), n, fs[n], files.WriteOptions{Parents: true}); err != nil {
-			return &SetupError{Step: "write files", Path: n, Err: err}
-		}
-	}
-	return nil
-}
-
-// minimalPath is the PATH every sandbox gets (pruned to what exists by the
-// isolated modes).
-const minimalPath = "/usr/local/bin:/usr/bin:/bin"
-
-func buildEnv(extra map[string]string, home, tmp string) []string {
-	env := []string{"PATH=" + minimalPath, "HOME=" + home, "TMPDIR=" + tmp, "LANG=C.UTF-8"}
-	keys := make([]string, 0, len(extra))
-	for k := range extra {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		switch k {
-		case "HOME", "TMPDIR", "PWD":
-			continue
-		case "PATH", "LANG":
-			// Replace the default.
-			for i, e := range env {
-				if len(e) > len(k) && e[:len(k)+1] == k+"=" {
-					env[i] = k + "=" + extra[k]
-				}
-			}
-			continue
-		}
-		env = append(env, k+"="+extra[k])
-	}
-	return env
 }

@@ -1,37 +1,27 @@
 package sandbox
 
 import (
+	"context"
 	"errors"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sort"
 	"syscall"
+
+	"github.com/warrenhq/warren/sandbox/files"
 )
 
-// nsScratch is a run's scratch directory: the only writable host path.
-type nsScratch struct {
+// scratchDir is a run's scratch directory: the only writable host path.
+type scratchDir struct {
 	path  string
 	owned bool         // created for this run, removed at teardown
 	undo  func() error // restores a caller's directory lent to the sandbox uid
 }
 
-// nsScratch creates the scratch directory (or takes spec.Scratch), writes
-// spec.Files into it, and hands it to the sandbox uid.
-func (r *Runner) nsScratch(spec Spec, uid, gid uint32) (nsScratch, error) {
-	s, err := r.newScratch(spec.Scratch)
-	if err != nil {
-		return s, err
-	}
-	if err := s.fill(spec, uid, gid); err != nil {
-		_ = s.cleanup()
-		return s, err
-	}
-	return s, nil
-}
-
 // newScratch creates a fresh scratch directory, or resolves the caller's.
-func (r *Runner) newScratch(caller string) (nsScratch, error) {
-	s := nsScratch{undo: func() error { return nil }}
+func (r *Runner) newScratch(caller string) (scratchDir, error) {
+	s := scratchDir{undo: func() error { return nil }}
 	if caller != "" {
 		p, err := filepath.Abs(caller)
 		if err == nil {
@@ -54,7 +44,7 @@ func (r *Runner) newScratch(caller string) (nsScratch, error) {
 // fill writes spec.Files and the Cwd into the scratch directory and, as
 // root, hands the whole tree to the sandbox uid. It never follows a link
 // found in the directory.
-func (s *nsScratch) fill(spec Spec, uid, gid uint32) error {
+func (s *scratchDir) fill(spec Spec, uid, gid uint32) error {
 	if err := writeFiles(s.path, spec.Files); err != nil {
 		return err
 	}
@@ -88,8 +78,12 @@ func (s *nsScratch) fill(spec Spec, uid, gid uint32) error {
 	return nil
 }
 
-func (s nsScratch) cleanup() error {
+// cleanup removes an owned scratch directory, or gives a caller's back.
+func (s scratchDir) cleanup() error {
 	if !s.owned {
+		if s.undo == nil {
+			return nil // never lent
+		}
 		return s.undo()
 	}
 	if s.path == "" {
@@ -123,4 +117,25 @@ func chownTree(dir string, uid, gid int) error {
 		return nil
 	})
 	return errors.Join(append(errs, err)...)
+}
+
+// writeFiles writes files under dir through the files API: paths are
+// rooted at dir, and no symlink, FIFO, device or hard link is followed.
+func writeFiles(dir string, fs map[string][]byte) error {
+	names := make([]string, 0, len(fs))
+	for n := range fs {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	home, err := files.Open(dir, files.NoOwner)
+	if err != nil {
+		return &SetupError{Step: "open scratch", Path: dir, Err: err}
+	}
+	defer home.Close()
+	for _, n := range names {
+		if _, err := home.Write(context.Background(), n, fs[n], files.WriteOptions{Parents: true}); err != nil {
+			return &SetupError{Step: "write files", Path: n, Err: err}
+		}
+	}
+	return nil
 }

@@ -2,51 +2,9 @@ package sandbox
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 )
-
-// inForceLayer is what the Landlock layer adds to Result.InForce.
-const inForceLayer = "+landlock+seccomp"
-
-// runAuto runs spec in the strongest mode the host supports: namespaces
-// with the Landlock layer on top (namespace only when Landlock is below
-// the floor, as InForce then says), else Landlock alone, else refuses with
-// both reasons.
-func (r *Runner) runAuto(ctx context.Context, spec Spec) (*Result, error) {
-	res, nsErr := r.runNamespace(ctx, spec)
-	if nsErr == nil || !errors.Is(nsErr, ErrUnavailable) {
-		return res, nsErr
-	}
-	r.log.Warn().Err(nsErr).Msg("namespaces unavailable, falling back to Landlock isolation")
-	res, llErr := r.runLandlock(ctx, spec)
-	if llErr != nil {
-		return nil, fmt.Errorf("%w: no isolation available: namespaces: %w; landlock: %w", ErrUnavailable, nsErr, llErr)
-	}
-	return res, nil
-}
-
-// layeredLandlock is the Landlock layer of the namespace mode, with paths
-// as seen inside the new root: the scratch (bound at its host path), the
-// private /tmp and /dev/shm, the toolchain. It returns nil when the
-// host's ABI is below Config.LandlockMinABI (the run is then namespace
-// only), and the suffix for Result.InForce.
-func (r *Runner) layeredLandlock(spec Spec, scratchInside string) (*landlockPolicy, string) {
-	if landlockABI().require(r.cfg.LandlockMinABI) != nil {
-		return nil, ""
-	}
-	return newLandlockPolicy(landlockView{
-		Home:        scratchInside,
-		Writable:    []string{"/tmp", "/dev/shm"},
-		Toolchain:   spec.ReadOnly,
-		Network:     spec.Network,
-		UnixSockets: spec.UnixSockets,
-		MinABI:      r.cfg.LandlockMinABI,
-		// / is the private view here: it may be listed.
-		PrivateRoot: true,
-	}), inForceLayer
-}
 
 // landlockStatus is the Landlock part of the host probe (`warren doctor`).
 type landlockStatus struct {
@@ -82,24 +40,24 @@ func landlockReport(minABI int, namespaces, landlockRan bool) landlockStatus {
 		st.Modes[IsolationNamespace] = nsRefused
 		st.Modes[IsolationAuto] = "refused (no isolation available)"
 		if namespaces {
-			st.Modes[IsolationNamespace] = "namespace" + inForceLayer
-			st.Modes[IsolationAuto] = "namespace" + inForceLayer
+			st.Modes[IsolationNamespace] = layersLayered.String()
+			st.Modes[IsolationAuto] = layersLayered.String()
 		}
 		return st
 	}
 	switch {
 	case namespaces && llErr == nil:
-		st.Modes[IsolationNamespace] = "namespace" + inForceLayer
-		st.Modes[IsolationLandlock] = inForceLandlock
-		st.Modes[IsolationAuto] = "namespace" + inForceLayer
+		st.Modes[IsolationNamespace] = layersLayered.String()
+		st.Modes[IsolationLandlock] = layersLandlockOnly.String()
+		st.Modes[IsolationAuto] = layersLayered.String()
 	case namespaces:
 		st.Modes[IsolationNamespace] = "namespace (no Landlock layer: " + shortReason(llErr) + ")"
 		st.Modes[IsolationLandlock] = "refused: " + shortReason(llErr)
 		st.Modes[IsolationAuto] = "namespace"
 	case llErr == nil:
 		st.Modes[IsolationNamespace] = nsRefused
-		st.Modes[IsolationLandlock] = inForceLandlock
-		st.Modes[IsolationAuto] = inForceLandlock
+		st.Modes[IsolationLandlock] = layersLandlockOnly.String()
+		st.Modes[IsolationAuto] = layersLandlockOnly.String()
 	default:
 		st.Modes[IsolationNamespace] = nsRefused
 		st.Modes[IsolationLandlock] = "refused: " + shortReason(llErr)
@@ -154,6 +112,10 @@ func probeLandlock(ctx context.Context, cfg Config, namespaces bool) (checks []C
 		// As the namespace probe: the worker's own scratch root.
 		c.ScratchRoot = cfg.ScratchRoot
 		r, err := New(c)
+		if err == nil {
+			defer r.Close()
+			err = r.Start(ctx)
+		}
 		if err == nil {
 			var res *Result
 			res, err = r.Run(ctx, Spec{Argv: []string{"/bin/true"}, Isolation: IsolationLandlock, Limits: Limits{Wall: probeTimeout}})

@@ -1,0 +1,85 @@
+package sandbox
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"syscall"
+)
+
+// mode is what differs between the isolated modes, namespace
+// (mode_namespace.go) and Landlock (mode_landlock_linux.go). Everything
+// else of a run, cold or warm, is the one skeleton in run.go: identity,
+// home, cgroup, launch, layers in force, teardown. Isolation none
+// (mode_none.go) runs no sandbox init, and auto (mode_auto.go) chooses
+// between the two isolated modes; both are dispatched by Runner.Run.
+//
+// A new per-run input (a limit, say) flows from the Spec through
+// mode.prepare (what the init builds before the task: the view) or
+// mode.task (the task phase: rlimits, policy), and through
+// runCgroup.setLimits for what the cgroup enforces.
+type mode interface {
+	// isolation names the mode; it keys the warm pool.
+	isolation() Isolation
+	// validate refuses, before anything is acquired, a spec this mode
+	// cannot run, or a host it cannot run on.
+	validate(r *Runner, spec Spec) error
+	// warmKey is what a warm sandbox of this mode for spec depends on.
+	warmKey(spec Spec) warmKey
+	// prepare makes what the mode needs in b's home and says how the init
+	// is started and what view it builds, from the view-shaping fields of
+	// spec (ReadOnly, Network, UnixSockets, Limits.TmpSize).
+	prepare(r *Runner, b *box, spec Spec) (launchPlan, error)
+	// task is the init's task phase for spec in b, and the layers the run
+	// then has in force.
+	task(r *Runner, spec Spec, b *box) (*initConfig, Layers)
+	// killTree kills every process of a run; nil kills the init, which
+	// takes its pid namespace with it.
+	killTree() func(*os.Process)
+	// hostRefused types a failed cold launch as ErrUnavailable when it
+	// shows the host refusing the mode itself (auto then falls back).
+	hostRefused(err error) error
+	// teardown gives back what b holds (sweep, home, cgroup) and returns
+	// its uid to the pool once nothing of the run is left.
+	teardown(r *Runner, b *box) error
+}
+
+// launchPlan is how a mode starts its init: clone attributes (namespaces,
+// id maps, credentials) and the view the init builds (nil: none).
+type launchPlan struct {
+	attr *syscall.SysProcAttr
+	view *nsConfig
+}
+
+// isolatedModes are the modes with a sandbox init, by name.
+var isolatedModes = map[Isolation]mode{
+	IsolationNamespace: namespaceMode{},
+	IsolationLandlock:  landlockMode{},
+}
+
+// modeOf is the isolated mode named iso; it panics on any other value
+// (callers only pass IsolationNamespace or IsolationLandlock).
+func modeOf(iso Isolation) mode {
+	m, ok := isolatedModes[iso]
+	if !ok {
+		panic(fmt.Sprintf("sandbox: %q is not an isolated mode", iso))
+	}
+	return m
+}
+
+// runMode runs spec in the mode iso names (none, auto or an isolated one).
+func (r *Runner) runMode(ctx context.Context, spec Spec, iso Isolation) (*Result, error) {
+	switch iso {
+	case IsolationNone:
+		if !r.cfg.AllowInsecure {
+			return nil, ErrInsecureRefused
+		}
+		return r.runInsecure(ctx, spec)
+	case IsolationAuto:
+		return r.runAuto(ctx, spec)
+	}
+	if m, ok := isolatedModes[iso]; ok {
+		return r.runIsolated(ctx, m, spec)
+	}
+	return nil, fmt.Errorf("%w: isolation %q", ErrInvalidSpec, iso)
+}

@@ -1,0 +1,205 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// landlockMode runs a sandbox with Landlock, seccomp and rlimits but no
+// namespaces: for hosts that forbid them. The sandbox gets a private 0700
+// home under Config.ScratchRoot (the only writable place, TMPDIR inside
+// it), a rebuilt environment, NO_NEW_PRIVS and the Landlock-mode policy,
+// all applied by the sandbox init before it execs the command. As root the
+// run has its own uid from the pool, reused only after a verified teardown;
+// as an ordinary user every run shares the worker's uid and only Landlock
+// domains separate them (see docs/security.md, "Landlock mode").
+type landlockMode struct{}
+
+func (landlockMode) isolation() Isolation { return IsolationLandlock }
+
+func (landlockMode) validate(r *Runner, spec Spec) error {
+	if err := validateSpec(spec); err != nil {
+		return err
+	}
+	if err := landlockABI().require(r.cfg.LandlockMinABI); err != nil {
+		return &SetupError{Step: "landlock abi", Err: err}
+	}
+	for _, p := range spec.ReadOnly {
+		if _, err := os.Stat(p); err != nil {
+			return &SetupError{Step: "read-only path", Path: p, Err: err}
+		}
+	}
+	if r.pool == nil {
+		// An ordinary-user worker: its runs' leftovers must come to it.
+		if err := becomeSubreaper(); err != nil {
+			return &SetupError{Step: "subreaper", Err: err}
+		}
+	}
+	return nil
+}
+
+// warmKey: the policy depends on the toolchain paths and the network;
+// there is no /tmp size.
+func (landlockMode) warmKey(spec Spec) warmKey {
+	k := newWarmKey(IsolationLandlock, spec)
+	k.tmpSize = 0
+	return k
+}
+
+// prepare makes the TMPDIR inside the home; the init is a plain child.
+func (landlockMode) prepare(_ *Runner, b *box, _ Spec) (launchPlan, error) {
+	if err := makeLandlockTmp(b.home.path, b.uid, b.gid); err != nil {
+		return launchPlan{}, err
+	}
+	return launchPlan{attr: &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}}, nil
+}
+
+// task is the init's config for a Landlock-mode run, with host paths.
+func (landlockMode) task(r *Runner, spec Spec, b *box) (*initConfig, Layers) {
+	home := b.home.path
+	env, path := splitPath(buildEnv(spec.Env, home, filepath.Join(home, ".tmp")))
+	cfg := &initConfig{
+		Argv:    spec.Argv,
+		Env:     env,
+		Path:    path,
+		Dir:     filepath.Join(home, spec.Cwd),
+		Rlimits: r.rlimits(spec.Limits),
+		Landlock: newLandlockPolicy(landlockView{
+			Home:        home,
+			Toolchain:   spec.ReadOnly,
+			Network:     spec.Network,
+			UnixSockets: spec.UnixSockets,
+			MinABI:      r.cfg.LandlockMinABI,
+		}),
+	}
+	if r.pool != nil {
+		cfg.Cred = &initCred{UID: int(b.uid), GID: int(b.gid)}
+	}
+	// The task keeps its tree's orphans while it runs (orphan_sweep_linux.go).
+	cfg.Subreaper = true
+	return cfg, layersLandlockOnly
+}
+
+func (landlockMode) killTree() func(*os.Process) { return killSession }
+
+// hostRefused: a failed Landlock-mode launch is this run's failure as it
+// is (the ABI floor was checked by validate).
+func (landlockMode) hostRefused(err error) error { return err }
+
+func (landlockMode) teardown(r *Runner, b *box) error {
+	return r.landlockTeardown(b.home, b.uid, b.cg)
+}
+
+// makeLandlockTmp creates the TMPDIR inside a Landlock-mode home.
+func makeLandlockTmp(home string, uid, gid uint32) error {
+	tmp := filepath.Join(home, ".tmp")
+	if err := os.Mkdir(tmp, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+		return &SetupError{Step: "create TMPDIR", Path: tmp, Err: err}
+	}
+	if err := os.Lchown(tmp, int(uid), int(gid)); err != nil {
+		return &SetupError{Step: "chown TMPDIR", Path: tmp, Err: err}
+	}
+	return nil
+}
+
+// killSession kills a Landlock-mode run: the init made itself a session
+// and group leader; escapees from the group are caught at teardown by the
+// cgroup, uid (root) or orphan (ordinary user) sweep.
+func killSession(p *os.Process) {
+	_ = unix.Kill(-p.Pid, unix.SIGKILL)
+	_ = p.Kill()
+}
+
+// landlockTeardown sweeps the run (by its cgroup, else as root by its
+// uid, else the leftovers reparented to the worker), removes the home and,
+// as root, returns the uid to the pool only when no live process of it is
+// left and the home is gone; otherwise the uid is quarantined. Zombies do
+// not count: they are dead and only wait for a parent to reap them.
+func (r *Runner) landlockTeardown(home scratchDir, uid uint32, cg *runCgroup) error {
+	var errs []error
+	// A clean sweep leaves no process of uid, and nothing can start one
+	// but the worker: the teardown check need not look again. With a
+	// cgroup the sweep is by cgroup (every process of the run is in it);
+	// without one, by uid over /proc.
+	swept := false
+	switch {
+	case cg != nil:
+		if err := cg.sweep(); err != nil {
+			errs = append(errs, err)
+		} else {
+			swept = true
+		}
+	case r.pool != nil:
+		if err := landlockSweepUID(uid); err != nil {
+			errs = append(errs, err)
+		} else {
+			swept = true
+		}
+	default:
+		// The worker's own uid, no cgroup: the task's leftovers are the
+		// worker's children now (orphan_sweep_linux.go).
+		if err := sweepOrphans(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if home.path != "" {
+		if err := home.cleanup(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if r.pool != nil {
+		errs = append(errs, r.pool.release(uid, func(uid uint32) error {
+			if !swept {
+				return fmt.Errorf("processes of uid %d survived the sweep", uid)
+			}
+			if home.owned {
+				if _, err := os.Lstat(home.path); !errors.Is(err, os.ErrNotExist) {
+					return fmt.Errorf("home %s not removed", home.path)
+				}
+			}
+			return nil
+		}))
+	}
+	if err := cg.remove(); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// landlockSweepTimeout bounds the uid sweep; a uid still busy after it is
+// quarantined by the pool's teardown check.
+const landlockSweepTimeout = time.Second
+
+// landlockSweepUID SIGKILLs every live process running as uid (setsid
+// escapees included) until none is left or the timeout passes; zombies are
+// dead already and only wait for their parent. Only meaningful for a
+// dedicated pool uid: never call it with the worker's own uid.
+func landlockSweepUID(uid uint32) error {
+	if uid == uint32(os.Getuid()) {
+		return errors.New("refusing to sweep the worker's own uid")
+	}
+	deadline := time.Now().Add(landlockSweepTimeout)
+	for backoff := time.Millisecond; ; backoff = min(2*backoff, 50*time.Millisecond) {
+		live, zombies, err := uidProcesses(uid)
+		if err != nil {
+			return err
+		}
+		if len(live) == 0 && (len(zombies) == 0 || time.Now().After(deadline)) {
+			return nil
+		}
+		for _, pid := range live {
+			_ = unix.Kill(pid, unix.SIGKILL)
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("processes of uid %d survive the sweep: %v", uid, live)
+		}
+		// A killed process takes a moment to die and be reaped.
+		time.Sleep(backoff)
+	}
+}

@@ -1,0 +1,270 @@
+package sandbox
+
+import (
+	"errors"
+	"os"
+	"strings"
+	"sync"
+	"time"
+)
+
+// The warm pool: per view (warmKey), up to Config.Prestart warm sandboxes
+// (warm_sandbox.go) waiting for a task, refilled in the background after
+// each run, at most maxWarmKeys views at once (least recently used
+// evicted). Runs whose stdio are *os.File (a terminal: a pre-started
+// process cannot be given the caller's files), or with a caller's scratch
+// directory (Spec.Scratch), start cold.
+
+// maxWarmKeys bounds how many different views are kept warm at once; a new
+// one evicts the least recently used.
+const maxWarmKeys = 4
+
+// warmKey is what a warm sandbox's view depends on. A spec runs in a warm
+// sandbox only when its key matches exactly.
+type warmKey struct {
+	mode     Isolation // IsolationNamespace or IsolationLandlock
+	readOnly string    // Spec.ReadOnly, NUL-joined in order
+	network  Network
+	tmpSize  int64
+	unix     bool // Spec.UnixSockets
+}
+
+// newWarmKey is spec's key in mode iso (each mode's warmKey may drop what
+// its view does not depend on).
+func newWarmKey(iso Isolation, spec Spec) warmKey {
+	n := spec.Network
+	if n == "" {
+		n = NetworkNone
+	}
+	return warmKey{mode: iso, readOnly: strings.Join(spec.ReadOnly, "\x00"), network: n, tmpSize: spec.Limits.TmpSize, unix: spec.UnixSockets}
+}
+
+// spec is the part of a Spec the view is planned from.
+func (k warmKey) spec() Spec {
+	var ro []string
+	if k.readOnly != "" {
+		ro = strings.Split(k.readOnly, "\x00")
+	}
+	return Spec{ReadOnly: ro, Network: k.network, UnixSockets: k.unix, Limits: Limits{TmpSize: k.tmpSize}}
+}
+
+// warmState is the Runner's pool of warm sandboxes.
+type warmState struct {
+	mu     sync.Mutex
+	pools  map[warmKey]*warmPool // nil until Start, and when Config.Prestart is 0
+	closed bool
+	// disabled marks a mode whose warm start the kernel refused
+	// (ErrUnavailable): stop trying it. Only that mode: on a host without
+	// namespaces the Landlock mode stays warm.
+	disabled map[Isolation]bool
+	wg       sync.WaitGroup // refills and discards in flight
+	failed   int            // warm setups that failed (discarded)
+	// viewHook edits a warm view before it is built (tests: a setup that
+	// fails).
+	viewHook func(*nsConfig)
+}
+
+type warmPool struct {
+	ready    chan *warmSandbox
+	starting int
+	used     time.Time
+}
+
+// startWarm creates the warm pool of the default view (Config.Defaults,
+// no read-only paths, network none) in the configured mode (auto: the
+// namespace mode).
+func (r *Runner) startWarm() {
+	if r.cfg.Prestart == 0 || r.cfg.Isolation == IsolationNone {
+		return
+	}
+	var m mode = namespaceMode{}
+	if r.cfg.Isolation == IsolationLandlock {
+		m = landlockMode{}
+	}
+	ws := &r.warm
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	if ws.closed {
+		return
+	}
+	ws.pools = map[warmKey]*warmPool{}
+	k := m.warmKey(Spec{Limits: r.cfg.Defaults})
+	ws.pools[k] = &warmPool{ready: make(chan *warmSandbox, r.cfg.Prestart), used: time.Now()}
+	r.refillLocked(k)
+}
+
+// takeWarm returns a warm sandbox for spec if one is ready (creating the
+// pool of a view not seen before), and refill, which the caller calls once
+// its run is over: refilling during the run would compete with it for the
+// CPU on a small host.
+func (r *Runner) takeWarm(spec Spec, k warmKey) (w *warmSandbox, refill func()) {
+	refill = func() {}
+	if spec.Scratch != "" || isFile(spec.Stdin) || isFile(spec.Stdout) || isFile(spec.Stderr) {
+		return nil, refill
+	}
+	ws := &r.warm
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	if ws.pools == nil || ws.closed || ws.disabled[k.mode] {
+		return nil, refill
+	}
+	p := ws.pools[k]
+	if p == nil {
+		if len(ws.pools) >= maxWarmKeys {
+			r.evictLocked()
+		}
+		p = &warmPool{ready: make(chan *warmSandbox, r.cfg.Prestart)}
+		ws.pools[k] = p
+	}
+	p.used = time.Now()
+	select {
+	case w = <-p.ready:
+	default:
+	}
+	return w, func() {
+		ws.mu.Lock()
+		defer ws.mu.Unlock()
+		if !ws.closed {
+			r.refillLocked(k)
+		}
+	}
+}
+
+// evictLocked drops the least recently used view and its sandboxes.
+func (r *Runner) evictLocked() {
+	ws := &r.warm
+	var oldest warmKey
+	var t time.Time
+	for k, p := range ws.pools {
+		if t.IsZero() || p.used.Before(t) {
+			oldest, t = k, p.used
+		}
+	}
+	p := ws.pools[oldest]
+	delete(ws.pools, oldest)
+	for {
+		select {
+		case w := <-p.ready:
+			ws.discardLocked(w)
+			continue
+		default:
+		}
+		return
+	}
+}
+
+// discardLocked discards w in the background (owned by ws.wg).
+func (ws *warmState) discardLocked(w *warmSandbox) {
+	ws.wg.Add(1)
+	go func() { defer ws.wg.Done(); w.discard() }()
+}
+
+// refillLocked starts warm sandboxes for k in the background until its
+// pool is full or a start fails.
+func (r *Runner) refillLocked(k warmKey) {
+	r.warm.wg.Add(1)
+	go func() {
+		defer r.warm.wg.Done()
+		for r.prestart(k) {
+		}
+	}()
+}
+
+// prestart builds one warm sandbox for k and offers it to the pool. It
+// reports false when the pool is full, closed or the start failed.
+func (r *Runner) prestart(k warmKey) bool {
+	ws := &r.warm
+	ws.mu.Lock()
+	p := ws.pools[k]
+	if ws.closed || ws.disabled[k.mode] || p == nil || p.starting+len(p.ready) >= cap(p.ready) {
+		ws.mu.Unlock()
+		return false
+	}
+	p.starting++
+	hook := ws.viewHook
+	ws.mu.Unlock()
+
+	w, err := r.newWarm(k, hook)
+
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	p.starting--
+	if err != nil {
+		ws.failed++
+		var se *SetupError
+		step := "?"
+		if errors.As(err, &se) {
+			step = se.Step
+		}
+		if errors.Is(err, ErrUnavailable) {
+			if ws.disabled == nil {
+				ws.disabled = map[Isolation]bool{}
+			}
+			ws.disabled[k.mode] = true
+		}
+		r.log.Warn().Err(err).Str("step", step).Str("mode", string(k.mode)).Msg("a warm sandbox failed its setup and was discarded; runs start cold")
+		return false
+	}
+	if ws.closed || ws.pools[k] != p {
+		ws.discardLocked(w)
+		return false
+	}
+	p.ready <- w // never blocks: starting+len(ready) < cap was held
+	return true
+}
+
+// closeWarm kills and reaps every warm sandbox and waits for the refills
+// and discards in flight; later takes find none.
+func (r *Runner) closeWarm() {
+	ws := &r.warm
+	ws.mu.Lock()
+	if ws.closed {
+		ws.mu.Unlock()
+		return
+	}
+	ws.closed = true
+	var idle []*warmSandbox
+	for k, p := range ws.pools {
+		for len(p.ready) > 0 {
+			idle = append(idle, <-p.ready)
+		}
+		delete(ws.pools, k)
+	}
+	ws.mu.Unlock()
+	for _, w := range idle {
+		w.discard()
+	}
+	ws.wg.Wait()
+}
+
+// warmReady is how many warm sandboxes of spec's view are ready (tests).
+func (r *Runner) warmReady(k warmKey) int {
+	ws := &r.warm
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	if p := ws.pools[k]; p != nil {
+		return len(p.ready)
+	}
+	return 0
+}
+
+// warmSandboxes lists the ready warm sandboxes of every view (tests).
+func (r *Runner) warmSandboxes() []*warmSandbox {
+	ws := &r.warm
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	var all []*warmSandbox
+	for _, p := range ws.pools {
+		for range len(p.ready) {
+			w := <-p.ready
+			all = append(all, w)
+			p.ready <- w
+		}
+	}
+	return all
+}
+
+func isFile(x any) bool {
+	_, ok := x.(*os.File)
+	return ok
+}

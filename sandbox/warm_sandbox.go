@@ -1,0 +1,150 @@
+package sandbox
+
+import (
+	"context"
+	"runtime"
+	"syscall"
+	"time"
+)
+
+// A warm sandbox is a sandbox built ahead of its task by the run skeleton
+// (acquire): identity, home, cgroup (at Config.Defaults' limits) and an
+// init started and waiting. In namespace mode the init is cloned into
+// fresh namespaces and has built the whole view (root tmpfs, binds, /dev,
+// /proc, /tmp, pivot_root, network) before it blocks reading the task; in
+// Landlock mode the home's TMPDIR is made. Only what depends on the task
+// is left for the run (runWarm): its files written into the home by the
+// worker, the cgroup limits, then the init's chdir, rlimits, capability
+// drop, Landlock policy (its ruleset built ahead, enforced only if the
+// task's policy is the expected one) and exec. Each warm sandbox serves
+// exactly one task. Its stdio are pipes the worker copies to and from the
+// run's Spec (stdio_pipes.go).
+
+// warmSandbox is one sandbox waiting for its task, served by its own
+// goroutine locked to the OS thread that cloned the init (the init's
+// Pdeathsig is tied to that thread).
+type warmSandbox struct {
+	mode mode
+	box
+	pid  int           // the init's host pid
+	jobs chan warmJob  // one job; closed to discard the sandbox
+	done chan struct{} // closed once the init is reaped and torn down
+}
+
+type warmJob struct {
+	ctx context.Context
+	l   initLaunch
+	out chan warmOut
+}
+
+type warmOut struct {
+	res *Result
+	err error
+}
+
+// newWarm builds one warm sandbox for k: the skeleton's acquire, then an
+// init that has built the view and waits for its task. On failure
+// everything it took is given back and the error names the step.
+func (r *Runner) newWarm(k warmKey, hook func(*nsConfig)) (*warmSandbox, error) {
+	m := modeOf(k.mode)
+	b, plan, err := r.acquire(m, k.spec(), r.cfg.Defaults, hook)
+	if err != nil {
+		return nil, err
+	}
+	w := &warmSandbox{mode: m, box: *b, jobs: make(chan warmJob, 1), done: make(chan struct{})}
+	policy := warmPolicy(r, m, k, b) // built by the init ahead of the task
+	ready := make(chan error, 1)
+	go w.serve(r, plan.attr, plan.view, policy, ready)
+	if err := <-ready; err != nil {
+		<-w.done // reaped and torn down by serve
+		return nil, err
+	}
+	return w, nil
+}
+
+// warmPolicy is the Landlock policy a task of key k will carry in b, a
+// warm sandbox of mode m (nil: none): the init builds its ruleset ahead
+// of the task.
+func warmPolicy(r *Runner, m mode, k warmKey, b *box) *landlockPolicy {
+	cfg, _ := m.task(r, k.spec(), b)
+	return cfg.Landlock
+}
+
+// serve owns the warm init for its whole life, on one locked OS thread.
+// It reports on ready whether the view was built, then runs the one job
+// (or is discarded), tears the sandbox down and closes done.
+func (w *warmSandbox) serve(r *Runner, attr *syscall.SysProcAttr, ns *nsConfig, policy *landlockPolicy, ready chan<- error) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	defer close(w.done)
+	teardown := func() { r.giveBack(w.mode, &w.box) }
+	pipes, err := newStdioPipes()
+	if err != nil {
+		teardown()
+		ready <- &SetupError{Step: "stdio pipes", Err: err}
+		return
+	}
+	defer pipes.close()
+	s, err := startInit(r.init, attr, w.cg.v2Dir(), pipes.inR, pipes.outW, pipes.errW)
+	pipes.closeChildEnds()
+	if err != nil {
+		teardown()
+		ready <- refusedByHost(err)
+		return
+	}
+	defer s.close()
+	w.pid = s.cmd.Process.Pid
+	// Before its task the init has started nothing: killing it is enough.
+	kill := func() {
+		_ = s.cmd.Process.Kill()
+		_ = s.cmd.Wait()
+	}
+	if err := s.prepare(w.cg, ns, policy); err != nil {
+		kill()
+		teardown()
+		ready <- refusedByHost(err)
+		return
+	}
+	ready <- nil
+
+	job, ok := <-w.jobs
+	if !ok {
+		kill()
+		teardown()
+		return
+	}
+	s.start = time.Now()
+	res, err := pipes.pump(job.l.spec, func() (*Result, error) { return s.finish(job.ctx, job.l) })
+	teardown()
+	job.out <- warmOut{res: res, err: err}
+}
+
+// run hands the task to the warm sandbox's goroutine and waits for the
+// run to end and the sandbox to be torn down.
+func (w *warmSandbox) run(ctx context.Context, l initLaunch) (*Result, error) {
+	out := make(chan warmOut, 1)
+	w.jobs <- warmJob{ctx: ctx, l: l, out: out}
+	o := <-out
+	<-w.done
+	return o.res, o.err
+}
+
+// prepare puts the task's files in the home and its limits on the cgroup;
+// on failure the sandbox is discarded and the task never runs in it.
+func (w *warmSandbox) prepare(spec Spec) error {
+	if err := w.home.fill(spec, w.uid, w.gid); err != nil {
+		w.discard()
+		return err
+	}
+	if err := w.cg.setLimits(spec.Limits.Memory, spec.Limits.Processes); err != nil {
+		w.discard()
+		return &SetupError{Step: "set cgroup limits", Err: err}
+	}
+	return nil
+}
+
+// discard kills an unused warm sandbox and waits for its teardown.
+func (w *warmSandbox) discard() {
+	close(w.jobs)
+	<-w.done
+}
