@@ -1,7 +1,6 @@
 package sandbox
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"syscall"
@@ -65,21 +64,4 @@ func modeOf(iso Isolation) mode {
 		panic(fmt.Sprintf("sandbox: %q is not an isolated mode", iso))
 	}
 	return m
-}
-
-// runMode runs spec in the mode iso names (none, auto or an isolated one).
-func (r *Runner) runMode(ctx context.Context, spec Spec, iso Isolation) (*Result, error) {
-	switch iso {
-	case IsolationNone:
-		if !r.cfg.AllowInsecure {
-			return nil, ErrInsecureRefused
-		}
-		return r.runInsecure(ctx, spec)
-	case IsolationAuto:
-		return r.runAuto(ctx, spec)
-	}
-	if m, ok := isolatedModes[iso]; ok {
-		return r.runIsolated(ctx, m, spec)
-	}
-	return nil, fmt.Errorf("%w: isolation %q", ErrInvalidSpec, iso)
 }

@@ -221,3 +221,20 @@ func (r *Runner) Run(ctx context.Context, spec Spec) (*Result, error) {
 	}
 	return res, err
 }
+
+// runMode runs spec in the mode iso names (none, auto or an isolated one).
+func (r *Runner) runMode(ctx context.Context, spec Spec, iso Isolation) (*Result, error) {
+	switch iso {
+	case IsolationNone:
+		if !r.cfg.AllowInsecure {
+			return nil, ErrInsecureRefused
+		}
+		return r.runInsecure(ctx, spec)
+	case IsolationAuto:
+		return r.runAuto(ctx, spec)
+	}
+	if m, ok := isolatedModes[iso]; ok {
+		return r.runIsolated(ctx, m, spec)
+	}
+	return nil, fmt.Errorf("%w: isolation %q", ErrInvalidSpec, iso)
+}

@@ -3,7 +3,6 @@ package sandbox
 import (
 	"errors"
 	"os"
-	"strings"
 	"sync"
 	"time"
 )
@@ -18,35 +17,6 @@ import (
 // maxWarmKeys bounds how many different views are kept warm at once; a new
 // one evicts the least recently used.
 const maxWarmKeys = 4
-
-// warmKey is what a warm sandbox's view depends on. A spec runs in a warm
-// sandbox only when its key matches exactly.
-type warmKey struct {
-	mode     Isolation // IsolationNamespace or IsolationLandlock
-	readOnly string    // Spec.ReadOnly, NUL-joined in order
-	network  Network
-	tmpSize  int64
-	unix     bool // Spec.UnixSockets
-}
-
-// newWarmKey is spec's key in mode iso (each mode's warmKey may drop what
-// its view does not depend on).
-func newWarmKey(iso Isolation, spec Spec) warmKey {
-	n := spec.Network
-	if n == "" {
-		n = NetworkNone
-	}
-	return warmKey{mode: iso, readOnly: strings.Join(spec.ReadOnly, "\x00"), network: n, tmpSize: spec.Limits.TmpSize, unix: spec.UnixSockets}
-}
-
-// spec is the part of a Spec the view is planned from.
-func (k warmKey) spec() Spec {
-	var ro []string
-	if k.readOnly != "" {
-		ro = strings.Split(k.readOnly, "\x00")
-	}
-	return Spec{ReadOnly: ro, Network: k.network, UnixSockets: k.unix, Limits: Limits{TmpSize: k.tmpSize}}
-}
 
 // warmState is the Runner's pool of warm sandboxes.
 type warmState struct {
@@ -77,9 +47,9 @@ func (r *Runner) startWarm() {
 	if r.cfg.Prestart == 0 || r.cfg.Isolation == IsolationNone {
 		return
 	}
-	var m mode = namespaceMode{}
-	if r.cfg.Isolation == IsolationLandlock {
-		m = landlockMode{}
+	m, ok := isolatedModes[r.cfg.Isolation]
+	if !ok {
+		m = namespaceMode{} // auto: its first choice
 	}
 	ws := &r.warm
 	ws.mu.Lock()
