@@ -1,7 +1,9 @@
 // Package sandbox runs one untrusted command at a time in a Linux sandbox
 // and reports how it ended.
 //
-//	r, err := sandbox.New(sandbox.Config{})         // auto mode
+//	r, err := sandbox.New(sandbox.Config{})         // auto mode; starts nothing
+//	err = r.Start(ctx)                              // sweeps dead workers' leftovers, starts the warm pool
+//	defer r.Close()                                 // kills the warm sandboxes, waits for the pool's goroutines
 //	res, err := r.Run(ctx, sandbox.Spec{Argv: []string{"lean", "Main.lean"}, ReadOnly: []string{"/opt/lean"}})
 //	// err: *SetupError (the command never ran), ErrUnavailable, ErrInvalidSpec
 //	// res: ExitCode, Signal, TimedOut/Timeout, ExecError, OOMKills, PeakMemory, InForce ("namespace"), ResourceLimits
@@ -11,7 +13,50 @@
 // build` installs both) or named by Config.InitPath; without one, the
 // worker's own binary is re-executed as the init, so every binary that runs
 // sandboxes must still call MaybeInit first thing in main (and in
-// TestMain). Close a Runner when done: it holds warm sandboxes.
+// TestMain).
+//
+// # Lifecycle
+//
+// New checks the configuration and starts nothing. Start (idempotent)
+// sweeps what dead workers left on the host and starts the warm pool;
+// Close (idempotent) kills and reaps the warm sandboxes, releases what
+// they hold and waits for every goroutine of the pool; Start after Close
+// returns ErrClosed. Run does not need Start: a Run before Start (or after
+// Close) runs cold, with the host's cgroups and uid pool detected on its
+// first use, and sweeps nothing.
+//
+// # Structure: one seam, one skeleton
+//
+// What differs between the isolated modes is the mode interface (mode.go):
+// validate, warm key, prepare (the home's extras, clone attributes, the
+// view), task (the init's task phase and the Layers in force), killTree,
+// hostRefused, teardown; one implementation per file, namespaceMode
+// (mode_namespace.go) and landlockMode (mode_landlock_linux.go). Mode
+// none (mode_none.go) runs no init; auto (mode_auto.go) runs the namespace
+// mode and falls back to the Landlock mode on ErrUnavailable. Everything
+// else is one skeleton for both modes, cold or warm: run.go (validate →
+// warm sandbox or cold → launch → Layers in force) over box.go (identity
+// from the uid pool → home → the mode's prepare → cgroup, named in one
+// place, and giveBack, the mode's teardown), the init protocol in
+// init_launch.go. The warm pool is keyed by mode (warm_key.go,
+// warm_pool.go); a warm sandbox (warm_sandbox.go) is the skeleton cut in
+// two: acquire ahead of its task, the launch when the task arrives. What
+// every mode may see of the host is one table with a column per mode
+// (host_paths.go); the init's setup steps the worker decides on are typed
+// (initproc.Step). No file calls back into a file that calls it.
+//
+// One task's path (auto, namespaces available): Run (sandbox.go) →
+// runAuto (mode_auto.go) → runIsolated (run.go): namespaceMode.validate
+// and warmKey (mode_namespace.go, spec_validate.go, warm_key.go) →
+// takeWarm (warm_pool.go); cold: runCold → acquire (box.go: uidpool.go,
+// scratch.go, namespaceMode.prepare, cgroup.go) → namespaceMode.task
+// (env.go, rlimits.go, landlock_policy_linux.go, host_paths.go) →
+// launchInit (init_launch.go; the init itself is sandbox/initproc) →
+// giveBack (box.go → namespaceMode.teardown); warm: runWarm →
+// warmSandbox.prepare and run (warm_sandbox.go, stdio_pipes.go) → the
+// same task and teardown. A new per-run input (a limit) flows from the
+// Spec through mode.prepare (what the init builds before the task) or
+// mode.task (the task phase), and runCgroup.setLimits for the cgroup.
 //
 // # Namespaces
 //
@@ -92,7 +137,8 @@
 // stdio are *os.File (a terminal), or with Spec.Scratch, start cold. Each
 // idle one holds a sandbox uid, a scratch directory, a cgroup and a few
 // MB; it dies with the worker (Pdeathsig on the locked thread that serves
-// it) and Runner.Close kills and reaps them and releases all of that. A
+// it) and Runner.Close kills and reaps them and releases all of that.
+// Runner.Start starts the pool; without Start every run is cold. A
 // toolchain symlink retargeted after a warm view was built is seen with
 // its old target until that sandbox is used.
 //
@@ -255,7 +301,7 @@
 //   - A worker killed by SIGKILL leaves its runs' scratch directories (the
 //     processes die; nobody is left to remove files) and, as root, their
 //     cgroups, until the next Runner on that scratch root starts: names
-//     carry their owner (worker pid and start time) and New sweeps those
+//     carry their owner (worker pid and start time) and Start sweeps those
 //     of dead owners (under its own cgroup only; names from before this
 //     scheme are left alone), on the default root also in the old shared
 //     $TMPDIR/warren-sandboxes when this user owns it.

@@ -120,8 +120,9 @@ type Result struct {
 	// PeakMemory is the largest resident set of any process of the run, in
 	// bytes (getrusage RUSAGE_CHILDREN maxrss).
 	PeakMemory int64
-	// InForce names the isolation layers that were actually applied, e.g.
-	// "namespace+landlock", "landlock", "none (insecure)".
+	// InForce names the isolation layers that were actually applied: a
+	// Layers' String, "namespace", "namespace+landlock+seccomp",
+	// "landlock+seccomp" or "none (insecure)".
 	InForce string
 	// ResourceLimits says how memory and process limits were enforced:
 	// "cgroup v1 (memory, pids)", "cgroup v2 (memory, pids)", or
