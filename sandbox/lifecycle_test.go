@@ -41,8 +41,10 @@ func TestNewStartsNothing(t *testing.T) {
 	require.Nil(t, pools, "a Run before Start starts no warm pool")
 
 	require.NoError(t, r.Start(context.Background()))
-	require.NoError(t, r.Start(context.Background()), "Start is idempotent")
 	require.Eventually(t, func() bool { return r.warmReady(k) == 1 }, 20*time.Second, 5*time.Millisecond, "Start fills the pool")
+	ready := r.warmSandboxes()
+	require.NoError(t, r.Start(context.Background()), "Start is idempotent")
+	require.Equal(t, ready, r.warmSandboxes(), "a second Start changes nothing: the same warm sandbox is ready")
 	r.warm.mu.Lock()
 	require.Len(t, r.warm.pools, 1)
 	require.Equal(t, 1, cap(r.warm.pools[k].ready))
