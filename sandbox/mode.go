@@ -1,7 +1,6 @@
 package sandbox
 
 import (
-	"fmt"
 	"os"
 	"syscall"
 )
@@ -18,7 +17,8 @@ import (
 // mode.task (the task phase: rlimits, policy), and through
 // runCgroup.setLimits for what the cgroup enforces.
 type mode interface {
-	// isolation names the mode; it keys the warm pool.
+	// isolation names the mode (logs, cgroup names). A mode value is
+	// comparable: it keys the warm pool.
 	isolation() Isolation
 	// validate refuses, before anything is acquired, a spec this mode
 	// cannot run, or a host it cannot run on.
@@ -54,14 +54,4 @@ type launchPlan struct {
 var isolatedModes = map[Isolation]mode{
 	IsolationNamespace: namespaceMode{},
 	IsolationLandlock:  landlockMode{},
-}
-
-// modeOf is the isolated mode named iso; it panics on any other value
-// (callers only pass IsolationNamespace or IsolationLandlock).
-func modeOf(iso Isolation) mode {
-	m, ok := isolatedModes[iso]
-	if !ok {
-		panic(fmt.Sprintf("sandbox: %q is not an isolated mode", iso))
-	}
-	return m
 }

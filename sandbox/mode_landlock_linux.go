@@ -47,7 +47,7 @@ func (landlockMode) validate(r *Runner, spec Spec) error {
 // warmKey: the policy depends on the toolchain paths and the network;
 // there is no /tmp size.
 func (landlockMode) warmKey(spec Spec) warmKey {
-	k := newWarmKey(IsolationLandlock, spec)
+	k := newWarmKey(landlockMode{}, spec)
 	k.tmpSize = 0
 	return k
 }

@@ -24,7 +24,7 @@ func (namespaceMode) isolation() Isolation { return IsolationNamespace }
 
 func (namespaceMode) validate(_ *Runner, spec Spec) error { return validateSpec(spec) }
 
-func (namespaceMode) warmKey(spec Spec) warmKey { return newWarmKey(IsolationNamespace, spec) }
+func (namespaceMode) warmKey(spec Spec) warmKey { return newWarmKey(namespaceMode{}, spec) }
 
 func (namespaceMode) prepare(r *Runner, b *box, spec Spec) (launchPlan, error) {
 	view, err := planView(spec, b.home.path)

@@ -26,7 +26,7 @@ type warmState struct {
 	// disabled marks a mode whose warm start the kernel refused
 	// (ErrUnavailable): stop trying it. Only that mode: on a host without
 	// namespaces the Landlock mode stays warm.
-	disabled map[Isolation]bool
+	disabled map[mode]bool
 	wg       sync.WaitGroup // refills and discards in flight
 	failed   int            // warm setups that failed (discarded)
 	// viewHook edits a warm view before it is built (tests: a setup that
@@ -168,11 +168,11 @@ func (r *Runner) prestart(k warmKey) bool {
 		}
 		if errors.Is(err, ErrUnavailable) {
 			if ws.disabled == nil {
-				ws.disabled = map[Isolation]bool{}
+				ws.disabled = map[mode]bool{}
 			}
 			ws.disabled[k.mode] = true
 		}
-		r.log.Warn().Err(err).Str("step", step).Str("mode", string(k.mode)).Msg("a warm sandbox failed its setup and was discarded; runs start cold")
+		r.log.Warn().Err(err).Str("step", step).Str("mode", string(k.mode.isolation())).Msg("a warm sandbox failed its setup and was discarded; runs start cold")
 		return false
 	}
 	if ws.closed || ws.pools[k] != p {

@@ -46,7 +46,7 @@ type warmOut struct {
 // init that has built the view and waits for its task. On failure
 // everything it took is given back and the error names the step.
 func (r *Runner) newWarm(k warmKey, hook func(*nsConfig)) (*warmSandbox, error) {
-	m := modeOf(k.mode)
+	m := k.mode
 	b, plan, err := r.acquire(m, k.spec(), r.cfg.Defaults, hook)
 	if err != nil {
 		return nil, err
