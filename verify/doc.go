@@ -88,8 +88,12 @@
 //
 // # Worker
 //
-// The worker reaches [Service] through package verify/verifyworker, which
-// implements worker.Verifier; verify itself does not import the worker.
+// [*Service] is the worker's Verifier as it is: worker.Verifier is written
+// in this package's [RunFunc] and [Outcome], so dependencies point one way
+// (the worker imports verify; verify never imports the worker). Whoever
+// builds the Service (cmd/warren's host) calls [Service.Start] after the
+// sandbox runner and before the worker, and [Service.Close] after the
+// worker has stopped.
 //
 // # Batches
 //

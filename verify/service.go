@@ -18,9 +18,10 @@ var builtinProfiles []byte
 // BuiltinProfiles are the profiles a worker offers without a profile file.
 func BuiltinProfiles() (*Profiles, error) { return ParseProfiles(builtinProfiles) }
 
-// Service decides verify tasks with a Checker and a profile set; the worker
-// calls it through verify/verifyworker (verify does not import the
-// worker). With a VerdictCache it answers a proof it (or another
+// Service decides verify tasks with a Checker and a profile set. It is the
+// worker's Verifier: the worker's contract is written in this package's
+// types (RunFunc, Outcome), so the worker imports verify and verify never
+// imports the worker. With a VerdictCache it answers a proof it (or another
 // host) has decided before from the cache.
 type Service struct {
 	checker  *Checker

@@ -1,4 +1,4 @@
-package verify
+package verify_test
 
 import (
 	"context"
@@ -18,6 +18,7 @@ import (
 	"github.com/warrenhq/warren/messages"
 	"github.com/warrenhq/warren/sandbox"
 	"github.com/warrenhq/warren/sandbox/sandboxtest"
+	"github.com/warrenhq/warren/verify"
 	"github.com/warrenhq/warren/worker"
 )
 
@@ -29,11 +30,11 @@ func BenchmarkCoqSystem(b *testing.B) {
 	if _, err := exec.LookPath("coqc"); err != nil {
 		b.Skip("coqc not installed")
 	}
-	cases := goodCorpus(b)
-	ps := testProfiles(b)
+	cases := verify.GoodCorpus(b)
+	ps := verify.TestProfiles(b)
 	const par = 2
 	n := len(cases) * 2
-	svc, skipped := NewService(newTestChecker(b), ps, nil)
+	svc, skipped := verify.NewService(verify.NewTestChecker(b), ps, nil)
 	require.Empty(b, skipped)
 	br := brokertest.Start(b, brokertest.Options{})
 	nc, _ := br.Dial(b, "bench-worker")
@@ -46,7 +47,7 @@ func BenchmarkCoqSystem(b *testing.B) {
 	require.NoError(b, err)
 	b.Cleanup(func() { _ = runner.Close() })
 	w, err := worker.New(nc, worker.Config{
-		HostID: "bench", Capacity: par, Runner: runner, Verifier: benchVerifier{svc},
+		HostID: "bench", Capacity: par, Runner: runner, Verifier: svc,
 		PullWait: 200 * time.Millisecond, Logger: zerolog.Nop(),
 	})
 	require.NoError(b, err)
@@ -54,9 +55,9 @@ func BenchmarkCoqSystem(b *testing.B) {
 	b.Cleanup(func() { _ = w.Stop(context.Background()) })
 
 	directRound := func() time.Duration {
-		return measure(b, par, n, func(i int) {
+		return verify.Measure(b, par, n, func(i int) {
 			tc := cases[i%len(cases)]
-			directCoq(b, b.TempDir(), tc, tc.spec(b))
+			verify.DirectCoq(b, b.TempDir(), tc, tc.Spec(b))
 		})
 	}
 	systemRound := func(batch string) time.Duration {
@@ -78,7 +79,7 @@ func BenchmarkCoqSystem(b *testing.B) {
 		for i := range n {
 			tc := cases[i%len(cases)]
 			t := messages.Task{V: messages.Version, ID: fmt.Sprintf("p%d", i), Batch: batch, Attempt: 1,
-				Kind: messages.KindVerify, Profile: "coq", Verify: tc.spec(b)}
+				Kind: messages.KindVerify, Profile: "coq", Verify: tc.Spec(b)}
 			data, err := json.Marshal(t)
 			require.NoError(b, err)
 			_, err = br.JS.Publish(context.Background(), messages.TaskSubject("default", "coq", batch), data)
@@ -102,17 +103,3 @@ func BenchmarkCoqSystem(b *testing.B) {
 	b.ReportMetric(float64(2*n*b.N)/system.Seconds(), "system_proofs/s")
 	b.ReportMetric(direct.Seconds()/system.Seconds(), "system/direct")
 }
-
-// benchVerifier is verifyworker.Verifier, which this package's tests cannot
-// import (it imports verify).
-type benchVerifier struct{ svc *Service }
-
-func (v benchVerifier) Verify(ctx context.Context, run worker.RunFunc, t *messages.Task) (*worker.VerifyOutcome, error) {
-	out, err := v.svc.Verify(ctx, RunFunc(run), t)
-	if err != nil {
-		return nil, err
-	}
-	return &worker.VerifyOutcome{Verdict: out.Verdict, Wall: out.Wall, CPU: out.CPU, PeakMemory: out.PeakMemory, InForce: out.InForce}, nil
-}
-
-func (v benchVerifier) Profiles() []string { return v.svc.Profiles() }
