@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -18,12 +17,7 @@ import (
 // under another batch id, and `--no-cache` makes a real check where the
 // cache would have answered.
 func TestE2ESubmitNoCache(t *testing.T) {
-	if _, err := exec.LookPath("coqc"); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("coqc missing in CI: .ci/run installs Debian's coq (make deps)")
-		}
-		t.Skip("coqc not installed (make deps installs Debian's coq)")
-	}
+	requireCoq(t)
 	root, err := filepath.Abs("../..")
 	require.NoError(t, err)
 	proof, err := os.ReadFile(filepath.Join(root, "testdata/verify/coq/good_add_zero.v"))
