@@ -21,7 +21,7 @@ type countingLink struct {
 }
 
 func (l *countingLink) open(context.Context) (*nats.Conn, error) { l.opens++; return l.nc, nil }
-func (l *countingLink) close()                                    { l.closes++ }
+func (l *countingLink) close()                                   { l.closes++ }
 
 func testHostFlags(t *testing.T) workerFlags {
 	f := workerFlags{Pool: messages.DefaultPool, Profiles: []string{messages.DefaultProfile}, Capacity: 1,
