@@ -31,7 +31,8 @@
 // Print Assumptions of check redirected to a nonce-named file (trusted);
 // coqchk re-checks both .vo files with its own kernel and prints the
 // context's axioms and unsafe declarations with fully qualified names
-// (trusted). The verdict is read only from those trusted artifacts, never
+// (trusted; it shares the second step's sandbox, whose output goes to
+// files of its own: see trustedSteps). The verdict is read only from those trusted artifacts, never
 // from the proof's output. docs/verify.md lists each attack and why it
 // fails; testdata/verify/coq holds them and TestCoqCorpus runs them.
 //
