@@ -29,8 +29,9 @@ func goodCorpus(b *testing.B) []corpusCase {
 }
 
 // directCoq is the same trusted check run directly on the host with no
-// sandbox and no Checker: coqc, coqc Check.v, coqchk.
-func directCoq(b *testing.B, dir string, c corpusCase, spec *messages.VerifySpec) {
+// sandbox and no Checker: coqc, coqc Check.v, coqchk. It returns the time
+// the three processes ran.
+func directCoq(b *testing.B, dir string, c corpusCase, spec *messages.VerifySpec) time.Duration {
 	lib := "WarrenProof_direct"
 	src := spec.Proof
 	if spec.Header != "" {
@@ -42,6 +43,7 @@ func directCoq(b *testing.B, dir string, c corpusCase, spec *messages.VerifySpec
 		"Definition c : e := @" + ref + ".\nRedirect \"a\" Print Assumptions c.\n"
 	require.NoError(b, os.WriteFile(filepath.Join(dir, "Proof.v"), []byte(src), 0o644))
 	require.NoError(b, os.WriteFile(filepath.Join(dir, "Check.v"), []byte(check), 0o644))
+	var ran time.Duration
 	for _, argv := range [][]string{
 		{"coqc", "-q", "-noglob", "-Q", ".", lib, "Proof.v"},
 		{"coqc", "-q", "-noglob", "-Q", ".", lib, "Check.v"},
@@ -49,9 +51,12 @@ func directCoq(b *testing.B, dir string, c corpusCase, spec *messages.VerifySpec
 	} {
 		cmd := exec.Command(argv[0], argv[1:]...)
 		cmd.Dir = dir
+		start := time.Now()
 		out, err := cmd.CombinedOutput()
+		ran += time.Since(start)
 		require.NoError(b, err, "%s: %s", strings.Join(argv, " "), out)
 	}
+	return ran
 }
 
 // BenchmarkCoqCheck compares, in one run and with the same parallelism,
