@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -58,8 +59,8 @@ func (e *e2e) startWorker(t *testing.T, capacity int, extra ...string) {
 	t.Helper()
 	c := e.cmd(context.Background(), append([]string{"worker", "--capacity", fmt.Sprint(capacity), "--isolation", "none", "--insecure-no-isolation",
 		"--scratch-root", t.TempDir(), "--host-id", fmt.Sprintf("e2e-%d", time.Now().UnixNano())}, extra...)...)
-	var errb bytes.Buffer
-	c.Stderr = &errb
+	errb := &lockedBuffer{} // the process writes while the test reads
+	c.Stderr = errb
 	require.NoError(t, c.Start())
 	t.Cleanup(func() {
 		_ = c.Process.Signal(syscall.SIGTERM)
@@ -359,4 +360,22 @@ func TestE2ESubmitGivesUpAfterRetryForThenResumes(t *testing.T) {
 	require.Equal(t, 0, code, stderr)
 	require.Len(t, parseResults(t, out), n)
 	require.EqualValues(t, n, e.taskCount(t, "gu"), "every task stored exactly once across the resume")
+}
+
+// lockedBuffer is a bytes.Buffer safe to read while a process writes it.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
