@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -59,7 +58,7 @@ func (e *e2e) startWorker(t *testing.T, capacity int, extra ...string) {
 	t.Helper()
 	c := e.cmd(context.Background(), append([]string{"worker", "--capacity", fmt.Sprint(capacity), "--isolation", "none", "--insecure-no-isolation",
 		"--scratch-root", t.TempDir(), "--host-id", fmt.Sprintf("e2e-%d", time.Now().UnixNano())}, extra...)...)
-	errb := &lockedBuffer{} // the process writes while the test reads
+	errb := &syncBuf{} // the process writes while the test reads
 	c.Stderr = errb
 	require.NoError(t, c.Start())
 	t.Cleanup(func() {
@@ -362,20 +361,3 @@ func TestE2ESubmitGivesUpAfterRetryForThenResumes(t *testing.T) {
 	require.EqualValues(t, n, e.taskCount(t, "gu"), "every task stored exactly once across the resume")
 }
 
-// lockedBuffer is a bytes.Buffer safe to read while a process writes it.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
