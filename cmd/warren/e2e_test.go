@@ -360,4 +360,3 @@ func TestE2ESubmitGivesUpAfterRetryForThenResumes(t *testing.T) {
 	require.Len(t, parseResults(t, out), n)
 	require.EqualValues(t, n, e.taskCount(t, "gu"), "every task stored exactly once across the resume")
 }
-
