@@ -202,7 +202,8 @@ func (p *Profile) installed() error {
 	switch p.Kind {
 	case KindCoq:
 		if p.Coq != nil {
-			paths = append(paths, p.Coq.Coqc, p.Coq.Coqchk)
+			// /bin/sh runs steps 2 and 3 in one sandbox (trustedSteps).
+			paths = append(paths, p.Coq.Coqc, p.Coq.Coqchk, "/bin/sh")
 		}
 	case KindLeanFile, KindLeanREPL:
 		if p.Lean != nil {
