@@ -34,6 +34,11 @@ type BatchOptions struct {
 	// "<tenant>.<batch>" (messages.QualifyBatch): the server accepts a
 	// tenant's tasks only under its own name. Defaults to "" (no tenant).
 	Tenant string
+	// NoCache sets verify.no_cache on every verify task (checked afresh,
+	// never answered from the verdict cache) before ids and the digest are
+	// derived: the same proofs submitted with and without it are two
+	// batches. Defaults to false (each task's own field decides).
+	NoCache bool
 }
 
 // Batch is a validated set of tasks, ready to publish as attempt 1.
@@ -87,6 +92,11 @@ func newBatch(tasks []messages.Task, lines []int, prior []*LineError, opts Batch
 		t := &tasks[i]
 		if t.V == 0 {
 			t.V = messages.Version
+		}
+		if opts.NoCache && t.Verify != nil {
+			v := *t.Verify // the caller's spec is not modified
+			v.NoCache = true
+			t.Verify = &v
 		}
 		switch t.Attempt {
 		case 0:

@@ -165,3 +165,27 @@ func FuzzReadBatch(f *testing.F) {
 		}
 	})
 }
+
+// TestReadBatchNoCache: NoCache marks every verify task (not exec tasks)
+// before the digest, so the derived batch id differs from the same input
+// without it; the caller's tasks are not modified.
+func TestReadBatchNoCache(t *testing.T) {
+	in := `{"kind":"verify","profile":"coq","verify":{"theorem":"t","statement":"True","proof":"Theorem t : True. Proof. exact I. Qed."}}
+{"kind":"exec","argv":["true"]}
+`
+	plain, err := scheduler.ReadBatch(strings.NewReader(in), scheduler.BatchOptions{})
+	require.NoError(t, err)
+	require.False(t, plain.Tasks[0].Verify.NoCache)
+	fresh, err := scheduler.ReadBatch(strings.NewReader(in), scheduler.BatchOptions{NoCache: true})
+	require.NoError(t, err)
+	require.True(t, fresh.Tasks[0].Verify.NoCache)
+	require.Nil(t, fresh.Tasks[1].Verify)
+	require.NotEqual(t, plain.ID, fresh.ID, "with and without --no-cache are two batches")
+
+	tasks := []messages.Task{plain.Tasks[0]}
+	tasks[0].Batch = ""
+	b, err := scheduler.NewBatch(tasks, scheduler.BatchOptions{NoCache: true})
+	require.NoError(t, err)
+	require.True(t, b.Tasks[0].Verify.NoCache)
+	require.False(t, tasks[0].Verify.NoCache, "the caller's spec is not modified")
+}

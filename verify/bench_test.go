@@ -15,6 +15,7 @@ import (
 
 	"github.com/warrenhq/warren/broker/brokertest"
 	"github.com/warrenhq/warren/messages"
+	"github.com/warrenhq/warren/sandbox"
 )
 
 // goodCorpus returns the corpus's good proofs for the plain coq profile.
@@ -29,8 +30,9 @@ func goodCorpus(b *testing.B) []corpusCase {
 }
 
 // directCoq is the same trusted check run directly on the host with no
-// sandbox and no Checker: coqc, coqc Check.v, coqchk.
-func directCoq(b *testing.B, dir string, c corpusCase, spec *messages.VerifySpec) {
+// sandbox and no Checker: coqc, coqc Check.v, coqchk. It returns the time
+// the three processes ran.
+func directCoq(b *testing.B, dir string, c corpusCase, spec *messages.VerifySpec) time.Duration {
 	lib := "WarrenProof_direct"
 	src := spec.Proof
 	if spec.Header != "" {
@@ -42,6 +44,7 @@ func directCoq(b *testing.B, dir string, c corpusCase, spec *messages.VerifySpec
 		"Definition c : e := @" + ref + ".\nRedirect \"a\" Print Assumptions c.\n"
 	require.NoError(b, os.WriteFile(filepath.Join(dir, "Proof.v"), []byte(src), 0o644))
 	require.NoError(b, os.WriteFile(filepath.Join(dir, "Check.v"), []byte(check), 0o644))
+	var ran time.Duration
 	for _, argv := range [][]string{
 		{"coqc", "-q", "-noglob", "-Q", ".", lib, "Proof.v"},
 		{"coqc", "-q", "-noglob", "-Q", ".", lib, "Check.v"},
@@ -49,9 +52,12 @@ func directCoq(b *testing.B, dir string, c corpusCase, spec *messages.VerifySpec
 	} {
 		cmd := exec.Command(argv[0], argv[1:]...)
 		cmd.Dir = dir
+		start := time.Now()
 		out, err := cmd.CombinedOutput()
+		ran += time.Since(start)
 		require.NoError(b, err, "%s: %s", strings.Join(argv, " "), out)
 	}
+	return ran
 }
 
 // BenchmarkCoqCheck compares, in one run and with the same parallelism,
@@ -198,3 +204,71 @@ func measure(b *testing.B, par, n int, job func(i int)) time.Duration {
 }
 
 func benchRunner(b *testing.B) RunFunc { return testRunner(b).run }
+
+// BenchmarkCoqTrustedFold measures issue 12 point 6 in one run: steps 2
+// and 3 of a real proof in one sandbox (trustedSteps, what the checker
+// does) against the same two programs in two sandboxes (what it did),
+// alternating on fresh copies of the same check directory. Metric:
+// folded/separate wall time (below 1: the fold saves).
+func BenchmarkCoqTrustedFold(b *testing.B) {
+	if _, err := exec.LookPath("coqc"); err != nil {
+		b.Skip("coqc not installed")
+	}
+	var tc corpusCase
+	for _, c := range loadCorpus(b) {
+		if c.ID == "good_add_zero" {
+			tc = c
+		}
+	}
+	p := testProfiles(b).Get("coq")
+	run := benchRunner(b)
+	ctx := context.Background()
+	k := &coqCheck{p: p, spec: tc.spec(b), run: run, n: nonce()}
+	c := newTestChecker(b) // its scratch root is traversable by the sandbox uids
+	scratch := func() string {
+		dir, cleanup, err := c.scratch("fold-")
+		require.NoError(b, err)
+		b.Cleanup(cleanup)
+		return dir
+	}
+	compile := filepath.Join(scratch(), "compile")
+	require.NoError(b, writeScratch(compile, map[string][]byte{"Proof.v": []byte(k.spec.Proof)}))
+	out, v, err := runStep(ctx, run, p, &k.usage, sandbox.Spec{Argv: k.coqArgv(p.Coq.Coqc, "-q", "-noglob", "-Q", ".", k.lib(), "Proof.v"), Scratch: compile})
+	require.NoError(b, err)
+	require.Nil(b, v)
+	require.Zero(b, out.res.ExitCode, out.output())
+	vo, err := os.ReadFile(filepath.Join(compile, "Proof.vo"))
+	require.NoError(b, err)
+	fresh := func() string {
+		dir := filepath.Join(scratch(), "check")
+		require.NoError(b, writeScratch(dir, map[string][]byte{"Proof.vo": vo, "Check.v": []byte(k.checkFile())}))
+		return dir
+	}
+	var folded, separate time.Duration
+	for range b.N {
+		dir := fresh()
+		start := time.Now()
+		step3, step2, v, err := k.trustedSteps(ctx, dir)
+		folded += time.Since(start)
+		require.NoError(b, err)
+		require.Nil(b, v)
+		require.Zero(b, step2.res.ExitCode, step2.output())
+		require.Zero(b, step3.res.ExitCode, step3.output())
+
+		dir = fresh()
+		start = time.Now()
+		for _, argv := range [][]string{
+			k.coqArgv(p.Coq.Coqc, "-q", "-noglob", "-Q", ".", k.lib(), "Check.v"),
+			k.coqArgv(p.Coq.Coqchk, "-silent", "-o", "-Q", ".", k.lib(), "-norec", k.lib()+".Proof", "-norec", k.lib()+".Check"),
+		} {
+			out, v, err := runStep(ctx, run, p, &k.usage, sandbox.Spec{Argv: argv, Scratch: dir})
+			require.NoError(b, err)
+			require.Nil(b, v)
+			require.Zero(b, out.res.ExitCode, out.output())
+		}
+		separate += time.Since(start)
+	}
+	b.ReportMetric(float64(folded.Milliseconds())/float64(b.N), "folded_ms")
+	b.ReportMetric(float64(separate.Milliseconds())/float64(b.N), "separate_ms")
+	b.ReportMetric(folded.Seconds()/separate.Seconds(), "folded/separate")
+}

@@ -13,7 +13,8 @@ import (
 
 var coqIdent = messages.NewLazyRegexp(`^[A-Za-z_][A-Za-z0-9_']*$`)
 
-// coqCheck is one Coq check in progress: three sandboxed steps.
+// coqCheck is one Coq check in progress: three steps in two sandboxes
+// (steps 2 and 3 share one, see trustedSteps).
 //
 //  1. untrusted: coqc compiles header+proof as <Library>.Proof in a fresh
 //     directory. Only Proof.vo is taken out of it.
@@ -99,45 +100,34 @@ func (k *coqCheck) check(ctx context.Context, dir string) (*messages.Verdict, er
 		}
 	}
 
-	// Step 2: trusted statement check in a fresh directory.
+	// Steps 2 and 3 (both trusted) in one sandbox, in a fresh directory.
 	if err := writeScratch(checkDir, map[string][]byte{"Proof.vo": vo, "Check.v": []byte(k.checkFile())}); err != nil {
 		return nil, err
 	}
-	out, v, err = runStep(ctx, k.run, k.p, &k.usage, sandbox.Spec{
-		Argv:    k.coqArgv(k.p.Coq.Coqc, "-q", "-noglob", "-Q", ".", k.lib(), "Check.v"),
-		Scratch: checkDir,
-	})
+	out, step2, v, err := k.trustedSteps(ctx, checkDir)
 	if v != nil || err != nil {
 		return v, err
 	}
 	if !k.marker(checkDir, "stmt") {
-		return nil, &StatementError{Msg: tail(out.output())}
+		return nil, &StatementError{Msg: tail(step2.output())}
 	}
 	if !k.marker(checkDir, "req") {
-		return reject(messages.ReasonCompileError, "the compiled proof cannot be loaded on its own:\n"+out.output()), nil
+		return reject(messages.ReasonCompileError, "the compiled proof cannot be loaded on its own:\n"+step2.output()), nil
 	}
 	if msg := k.notConstant(checkDir); msg != "" {
 		return reject(messages.ReasonStatementMismatch, msg), nil
 	}
 	assumptions, err := readResult(checkDir, k.file("assumptions")+".out", 1<<20)
-	if out.res.ExitCode != 0 || err != nil {
+	if step2.res.ExitCode != 0 || err != nil {
 		return reject(messages.ReasonStatementMismatch,
-			fmt.Sprintf("%s.Proof.%s is missing or does not have the expected type\n%s", k.lib(), k.spec.Theorem, out.output())), nil
+			fmt.Sprintf("%s.Proof.%s is missing or does not have the expected type\n%s", k.lib(), k.spec.Theorem, step2.output())), nil
 	}
 	used, err := parsePrintAssumptions(string(assumptions))
 	if err != nil {
 		return reject(messages.ReasonUnsafeFlag, err.Error()), nil
 	}
 
-	// Step 3: trusted independent re-check and context audit.
-	out, v, err = runStep(ctx, k.run, k.p, &k.usage, sandbox.Spec{
-		Argv: k.coqArgv(k.p.Coq.Coqchk, "-silent", "-o", "-Q", ".", k.lib(),
-			"-norec", k.lib()+".Proof", "-norec", k.lib()+".Check"),
-		Scratch: checkDir,
-	})
-	if v != nil || err != nil {
-		return v, err
-	}
+	// Step 3's end: coqchk ran only because step 2 exited 0.
 	if out.res.ExitCode != 0 {
 		return reject(messages.ReasonUnsafeFlag, "coqchk rejected the compiled proof (the kernel check was bypassed):\n"+out.output()), nil
 	}

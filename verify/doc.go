@@ -31,7 +31,8 @@
 // Print Assumptions of check redirected to a nonce-named file (trusted);
 // coqchk re-checks both .vo files with its own kernel and prints the
 // context's axioms and unsafe declarations with fully qualified names
-// (trusted). The verdict is read only from those trusted artifacts, never
+// (trusted; it shares the second step's sandbox, whose output goes to
+// files of its own: see trustedSteps). The verdict is read only from those trusted artifacts, never
 // from the proof's output. docs/verify.md lists each attack and why it
 // fails; testdata/verify/coq holds them and TestCoqCorpus runs them.
 //
@@ -88,8 +89,12 @@
 //
 // # Worker
 //
-// The worker reaches [Service] through package verify/verifyworker, which
-// implements worker.Verifier; verify itself does not import the worker.
+// [*Service] is the worker's Verifier as it is: worker.Verifier is written
+// in this package's [RunFunc] and [Outcome], so dependencies point one way
+// (the worker imports verify; verify never imports the worker). Whoever
+// builds the Service (cmd/warren's host) calls [Service.Start] after the
+// sandbox runner and before the worker, and [Service.Close] after the
+// worker has stopped.
 //
 // # Batches
 //

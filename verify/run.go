@@ -85,12 +85,20 @@ func (c *cappedBuffer) String() string {
 // (timeout, out of memory, crash, sandbox error); a nil verdict means it
 // ran to an exit the caller interprets.
 func runStep(ctx context.Context, run RunFunc, p *Profile, u *Usage, spec sandbox.Spec) (*stepOutput, *messages.Verdict, error) {
+	return runSteps(ctx, run, p, u, spec, 1)
+}
+
+// runSteps is runStep for a sandbox that runs steps programs one after
+// another (each under its own CPU and memory limits): its wall limit is
+// the profile's per-step limit times steps.
+func runSteps(ctx context.Context, run RunFunc, p *Profile, u *Usage, spec sandbox.Spec, steps int) (*stepOutput, *messages.Verdict, error) {
 	stdout := &cappedBuffer{n: int(p.Limits.OutputBytes)}
 	stderr := &cappedBuffer{n: int(p.Limits.OutputBytes)}
 	spec.Stdout, spec.Stderr = stdout, stderr
 	spec.ReadOnly = append(append([]string(nil), p.Toolchain...), spec.ReadOnly...)
 	spec.Env = mergeEnv(p.Env, spec.Env)
 	spec.Limits = p.sandboxLimits()
+	spec.Limits.Wall *= time.Duration(steps)
 	spec.Network = sandbox.NetworkNone
 	res, err := run(ctx, spec)
 	if err != nil {

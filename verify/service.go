@@ -18,9 +18,10 @@ var builtinProfiles []byte
 // BuiltinProfiles are the profiles a worker offers without a profile file.
 func BuiltinProfiles() (*Profiles, error) { return ParseProfiles(builtinProfiles) }
 
-// Service decides verify tasks with a Checker and a profile set; the worker
-// calls it through verify/verifyworker (verify does not import the
-// worker). With a VerdictCache it answers a proof it (or another
+// Service decides verify tasks with a Checker and a profile set. It is the
+// worker's Verifier: the worker's contract is written in this package's
+// types (RunFunc, Outcome), so the worker imports verify and verify never
+// imports the worker. With a VerdictCache it answers a proof it (or another
 // host) has decided before from the cache.
 type Service struct {
 	checker  *Checker
@@ -201,7 +202,8 @@ func (p *Profile) installed() error {
 	switch p.Kind {
 	case KindCoq:
 		if p.Coq != nil {
-			paths = append(paths, p.Coq.Coqc, p.Coq.Coqchk)
+			// /bin/sh runs steps 2 and 3 in one sandbox (trustedSteps).
+			paths = append(paths, p.Coq.Coqc, p.Coq.Coqchk, "/bin/sh")
 		}
 	case KindLeanFile, KindLeanREPL:
 		if p.Lean != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/warrenhq/warren/broker"
 	"github.com/warrenhq/warren/messages"
 	"github.com/warrenhq/warren/sandbox"
+	"github.com/warrenhq/warren/verify"
 )
 
 // Runner runs one command in a sandbox; *sandbox.Runner is the real one.
@@ -22,26 +23,17 @@ type Runner interface {
 	Run(ctx context.Context, spec sandbox.Spec) (*sandbox.Result, error)
 }
 
-// RunFunc has the shape of Runner.Run; verifiers run every untrusted step
-// through it.
-type RunFunc func(ctx context.Context, spec sandbox.Spec) (*sandbox.Result, error)
-
 // Verifier decides verify tasks. It runs each untrusted step through run and
 // returns a verdict, or an error when the check could not be carried out: a
 // *messages.Error when the task itself is invalid (never retried), anything
-// else an infrastructure failure (retried elsewhere).
+// else an infrastructure failure (retried elsewhere). *verify.Service is the
+// real one. The contract's types (verify.RunFunc, verify.Outcome) belong to
+// the checkers: the worker imports verify, never the reverse. Whoever builds
+// the Verifier starts and closes it (the worker only calls Verify).
 type Verifier interface {
-	Verify(ctx context.Context, run RunFunc, t *messages.Task) (*VerifyOutcome, error)
+	Verify(ctx context.Context, run verify.RunFunc, t *messages.Task) (*verify.Outcome, error)
 	// Profiles lists the verify profiles this verifier can check.
 	Profiles() []string
-}
-
-// VerifyOutcome is a decided verify task and what deciding it cost.
-type VerifyOutcome struct {
-	Verdict    *messages.Verdict
-	Wall, CPU  time.Duration
-	PeakMemory int64
-	InForce    string // isolation of the sandboxed steps
 }
 
 // Config configures a Worker.

@@ -27,6 +27,15 @@
 // starts within PullWait and a busy profile never waits for a slot that
 // is free.
 //
+// # Verify tasks
+//
+// A verify task goes to Config.Verifier (*verify.Service in production),
+// which runs every untrusted step through the worker's Runner. The
+// contract is written in verify's types (verify.RunFunc, verify.Outcome):
+// the worker imports verify, never the reverse. The worker only calls
+// Verify and Profiles; whoever builds the verifier starts it (pre-warmed
+// REPL pools) before Start and closes it after Stop (cmd/warren's host).
+//
 // # Claims: one run per attempt
 //
 // Before running, a delivery claims its task attempt: it creates the key

@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/warrenhq/warren/messages"
 	"github.com/warrenhq/warren/sandbox"
+	"github.com/warrenhq/warren/verify"
 )
 
 const resultsStream = messages.StreamResults
@@ -160,7 +161,7 @@ func (w *Worker) execute(ctx context.Context, t *messages.Task, delivery int, em
 		if w.cfg.Verifier == nil {
 			return nil, fmt.Errorf("this worker has no verifier for profile %q", t.EffectiveProfile())
 		}
-		var out *VerifyOutcome
+		var out *verify.Outcome
 		out, err = w.cfg.Verifier.Verify(ctx, w.cfg.Runner.Run, t)
 		var invalid *messages.Error
 		if errors.As(err, &invalid) {

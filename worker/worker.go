@@ -94,15 +94,6 @@ func (w *Worker) start(ctx context.Context) error {
 	if err := broker.Setup(ctx, w.js, broker.StreamConfig{}); err != nil {
 		return err
 	}
-	// A verifier with warm processes (REPL pools) starts them before the
-	// first pull, so no task waits for a pool to warm.
-	if s, ok := w.cfg.Verifier.(interface {
-		Start(context.Context, RunFunc) error
-	}); ok {
-		if err := s.Start(ctx, w.cfg.Runner.Run); err != nil {
-			return fmt.Errorf("worker: start verifier: %w", err)
-		}
-	}
 	results, err := w.js.Stream(ctx, resultsStream)
 	if err != nil {
 		return fmt.Errorf("worker: open results stream: %w", err)
@@ -265,11 +256,6 @@ func (w *Worker) Stop(ctx context.Context) error {
 		}
 		w.cancelWork(errShutdown)
 		w.bg.Wait()
-		if c, ok := w.cfg.Verifier.(interface{ Close() error }); ok {
-			if err := c.Close(); err != nil {
-				w.log.Warn().Err(err).Msg("closing the verifier")
-			}
-		}
 		w.deregister()
 		w.log.Info().Int64("tasks_done", w.done.Load()).Msg("worker stopped")
 	})

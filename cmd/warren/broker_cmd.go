@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
@@ -147,20 +148,41 @@ type upCmd struct {
 }
 
 func (c *upCmd) Run(g *globals) error {
-	srv, stop, err := c.start(g, "up")
+	link := &upLink{g: g, f: &c.brokerFlags}
+	h, err := newHost(g, c.workerFlags, link)
 	if err != nil {
 		return err
 	}
-	defer stop()
-	nc, err := c.connect(srv, broker.WorkerCreds)
+	return h.serve(g, func() {
+		fmt.Fprintf(g.IO.Err, "warren up: broker on %s, worker ready; submit with `warren submit FILE` or `warren exec -- CMD`\n", link.srv.ClientURL())
+	})
+}
+
+// upLink is `warren up`'s link: a broker of its own, started at the host's
+// Start and stopped after everything else.
+type upLink struct {
+	g    *globals
+	f    *brokerFlags
+	srv  *broker.Server
+	stop func()
+	nc   *nats.Conn
+}
+
+func (l *upLink) open(context.Context) (*nats.Conn, error) {
+	srv, stop, err := l.f.start(l.g, "up")
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer nc.Close()
-	w, err := c.buildWorker(g.Ctx, g, nc)
+	nc, err := l.f.connect(srv, broker.WorkerCreds)
 	if err != nil {
-		return err
+		stop()
+		return nil, err
 	}
-	fmt.Fprintf(g.IO.Err, "warren up: broker on %s, worker ready; submit with `warren submit FILE` or `warren exec -- CMD`\n", srv.ClientURL())
-	return c.serve(g, w)
+	l.srv, l.stop, l.nc = srv, stop, nc
+	return nc, nil
+}
+
+func (l *upLink) close() {
+	l.nc.Close()
+	l.stop()
 }

@@ -164,21 +164,28 @@ func (g *globals) startLocalWorker(ctx context.Context, s *session) error {
 	f := workerFlags{Pool: messages.DefaultPool, Profiles: []string{messages.DefaultProfile}, Isolation: "auto", pullWait: 250 * time.Millisecond, sealKey: key}
 	quiet := *g
 	quiet.Log = g.Log.Level(max(g.Log.GetLevel(), zerolog.WarnLevel))
-	w, err := f.buildWorker(ctx, &quiet, s.NC)
+	h, err := newHost(&quiet, f, sessionLink{s})
+	if err == nil {
+		err = h.Start(ctx)
+	}
 	if err != nil {
 		return fmt.Errorf("no broker is running, and an in-process worker could not start: %w", err)
-	}
-	if err := w.Start(ctx); err != nil {
-		return err
 	}
 	s.closers = append(s.closers, func() {
 		stopCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		_ = w.Stop(stopCtx)
-		_ = f.runner.Close() // warm sandboxes must not outlive the worker
+		_ = h.Stop(stopCtx)
 	})
 	return nil
 }
+
+// sessionLink is the link of a client's in-process worker: the client's
+// session owns the embedded broker and the connection, and closes them
+// after the host has stopped.
+type sessionLink struct{ s *session }
+
+func (l sessionLink) open(context.Context) (*nats.Conn, error) { return l.s.NC, nil }
+func (sessionLink) close()                                     {}
 
 func splitHostPort(addr string) (string, int, error) {
 	host, portStr, err := net.SplitHostPort(addr)

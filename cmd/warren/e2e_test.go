@@ -58,8 +58,8 @@ func (e *e2e) startWorker(t *testing.T, capacity int, extra ...string) {
 	t.Helper()
 	c := e.cmd(context.Background(), append([]string{"worker", "--capacity", fmt.Sprint(capacity), "--isolation", "none", "--insecure-no-isolation",
 		"--scratch-root", t.TempDir(), "--host-id", fmt.Sprintf("e2e-%d", time.Now().UnixNano())}, extra...)...)
-	var errb bytes.Buffer
-	c.Stderr = &errb
+	errb := &syncBuf{} // the process writes while the test reads
+	c.Stderr = errb
 	require.NoError(t, c.Start())
 	t.Cleanup(func() {
 		_ = c.Process.Signal(syscall.SIGTERM)

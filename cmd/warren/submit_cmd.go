@@ -16,6 +16,7 @@ type submitCmd struct {
 	Out           string `name:"out" short:"o" help:"With --wait, write the results to this file instead of stdout." type:"path"`
 	Errors        string `name:"errors" help:"When the batch is refused, write every problem to this file, one 'line N: ...' per line in line order (stderr lists the first 20)." type:"path"`
 	MaxInflight   int    `name:"max-inflight" default:"256" help:"Tasks published but not yet acknowledged by the stream, at most."`
+	NoCache       bool   `name:"no-cache" help:"Check every verify task's proof afresh instead of answering it from the verdict cache (sets verify.no_cache on each verify task; the batch id derived from the input changes with it)."`
 	QueueUnserved bool   `name:"queue-unserved" help:"Publish even when no live worker serves a pool/profile the tasks need (they wait in the queue until one joins); without it such a batch is refused before anything is published."`
 }
 
@@ -33,7 +34,7 @@ func (c *submitCmd) Run(g *globals) error {
 		in = f
 	}
 	// Every line is checked before anything is published or even connected.
-	b, err := scheduler.ReadBatch(in, scheduler.BatchOptions{Batch: c.Batch, InboxPrefixes: g.InboxPrefixes, Tenant: g.tenant()})
+	b, err := scheduler.ReadBatch(in, scheduler.BatchOptions{Batch: c.Batch, InboxPrefixes: g.InboxPrefixes, Tenant: g.tenant(), NoCache: c.NoCache})
 	if err != nil {
 		return c.refused(err)
 	}

@@ -43,11 +43,8 @@ func (c *verifyCmd) Run(g *globals) (err error) {
 		if c.Timeout > 0 {
 			tasks[i].Limits.WallTimeoutMS = c.Timeout.Milliseconds()
 		}
-		if c.NoCache && tasks[i].Verify != nil {
-			tasks[i].Verify.NoCache = true
-		}
 	}
-	b, err := scheduler.NewBatch(tasks, scheduler.BatchOptions{Batch: c.Batch, Tenant: g.tenant()})
+	b, err := scheduler.NewBatch(tasks, scheduler.BatchOptions{Batch: c.Batch, Tenant: g.tenant(), NoCache: c.NoCache})
 	if err != nil {
 		return err
 	}

@@ -34,12 +34,7 @@ type corpusCase struct {
 // system: `warren verify` (scheduler) -> broker -> `warren worker` ->
 // sandbox -> Coq. Zero false accepts; every good proof accepted.
 func TestE2EVerifyCoqCorpus(t *testing.T) {
-	if _, err := exec.LookPath("coqc"); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("coqc missing in CI: .ci/run installs Debian's coq (make deps)")
-		}
-		t.Skip("coqc not installed (make deps installs Debian's coq)")
-	}
+	requireCoq(t)
 	root, err := filepath.Abs("../..")
 	require.NoError(t, err)
 	corpus := filepath.Join(root, "testdata/verify/coq")
@@ -157,4 +152,16 @@ func TestE2EVerifyCoqCorpus(t *testing.T) {
 	require.True(t, v.Verdict.Accepted)
 	require.False(t, v.Verdict.Cached, "--no-cache: checked afresh")
 	require.NotEmpty(t, v.Sandbox)
+}
+
+// requireCoq skips a test that needs Coq where it is not installed, and
+// fails it in CI, where it must be.
+func requireCoq(t *testing.T) {
+	t.Helper()
+	if _, err := exec.LookPath("coqc"); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("coqc missing in CI: .ci/run installs Debian's coq (make deps)")
+		}
+		t.Skip("coqc not installed (make deps installs Debian's coq)")
+	}
 }

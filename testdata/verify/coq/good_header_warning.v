@@ -1,0 +1,2 @@
+Theorem uses_header_hint : True.
+Proof. auto. Qed.
