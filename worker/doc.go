@@ -43,7 +43,10 @@
 // died expires after the TTL. A run that loses its claim (no renewal for a
 // whole TTL, and another run took it) is cancelled at its next heartbeat
 // and its message Nak'ed, to come back and wait: a claim is a lease, so a
-// run stalled for a TTL may overlap its successor by up to one heartbeat. Claims are released (purged) when a run ends.
+// run stalled for a TTL may overlap its successor by up to one heartbeat. A
+// run that ends without a stored result releases (purges) its claim; once
+// the result is stored the claim is left to its TTL (a later delivery finds
+// the result and acks), which saves a replicated write per task.
 //
 // # Events
 //
