@@ -30,20 +30,9 @@ func BenchmarkExecLatency(b *testing.B) {
 	if err != nil {
 		b.Skip("bwrap is not installed (the baseline): apt-get install bubblewrap")
 	}
-	dir := b.TempDir()
-	require.NoError(b, os.Chmod(dir, 0o755))
-	warren := filepath.Join(dir, "warren")
-	for _, build := range [][]string{
-		{"build", "-o", warren, "github.com/warrenhq/warren/cmd/warren"},
-		{"build", "-o", filepath.Join(dir, "warren-sandbox-init"), "github.com/warrenhq/warren/cmd/warren-sandbox-init"},
-	} {
-		cmd := exec.Command("go", build...)
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		out, err := cmd.CombinedOutput()
-		require.NoError(b, err, "go %s: %s", strings.Join(build, " "), out)
-	}
-	env := append(os.Environ(), "WARREN_DATA_DIR="+filepath.Join(dir, "data"), "WARREN_LOG_LEVEL=warn")
-	startUp(b, warren, env)
+	warren, env := buildWarren(b)
+	port := brokertest.FreePorts(b, 1)[0]
+	startProcess(b, withEnv(exec.Command(warren, "up", "--capacity", "2", "--listen", fmt.Sprintf("127.0.0.1:%d", port), "--cluster-listen", "127.0.0.1:0"), env), "worker ready")
 
 	scratch := b.TempDir()
 	bwrapArgs := []string{"--unshare-all", "--die-with-parent", "--new-session", "--clearenv", "--setenv", "PATH", "/usr/bin:/bin",
@@ -97,24 +86,41 @@ func percentile(d []time.Duration, p float64) time.Duration {
 	return s[min(len(s)-1, int(float64(len(s))*p))]
 }
 
-// startUp runs `warren up --capacity 2` until the benchmark ends and waits
-// for its worker to be ready.
-func startUp(b *testing.B, warren string, env []string) {
-	port := brokertest.FreePorts(b, 1)[0]
-	up := withEnv(exec.Command(warren, "up", "--capacity", "2", "--listen", fmt.Sprintf("127.0.0.1:%d", port), "--cluster-listen", "127.0.0.1:0"), env)
-	stderr, err := up.StderrPipe()
+// buildWarren builds warren and warren-sandbox-init (next to it, where
+// the worker looks for it) for a benchmark, and the environment to run
+// them with: a data dir of their own, warnings only.
+func buildWarren(b *testing.B) (string, []string) {
+	dir := b.TempDir()
+	require.NoError(b, os.Chmod(dir, 0o755))
+	warren := filepath.Join(dir, "warren")
+	for _, build := range [][]string{
+		{"build", "-o", warren, "github.com/warrenhq/warren/cmd/warren"},
+		{"build", "-o", filepath.Join(dir, "warren-sandbox-init"), "github.com/warrenhq/warren/cmd/warren-sandbox-init"},
+	} {
+		cmd := exec.Command("go", build...)
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		out, err := cmd.CombinedOutput()
+		require.NoError(b, err, "go %s: %s", strings.Join(build, " "), out)
+	}
+	return warren, append(os.Environ(), "WARREN_DATA_DIR="+filepath.Join(dir, "data"), "WARREN_LOG_LEVEL=warn")
+}
+
+// startProcess runs cmd until the benchmark ends (then SIGTERM) and waits
+// until its stderr shows ready.
+func startProcess(b *testing.B, cmd *exec.Cmd, ready string) *exec.Cmd {
+	stderr, err := cmd.StderrPipe()
 	require.NoError(b, err)
-	require.NoError(b, up.Start())
+	require.NoError(b, cmd.Start())
 	b.Cleanup(func() {
-		_ = up.Process.Signal(syscall.SIGTERM)
-		_ = up.Wait()
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		_ = cmd.Wait()
 	})
-	ready := make(chan struct{})
+	seen := make(chan struct{})
 	go func() {
 		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {
-			if strings.Contains(sc.Text(), "worker ready") {
-				close(ready)
+			if strings.Contains(sc.Text(), ready) {
+				close(seen)
 				break
 			}
 		}
@@ -124,8 +130,9 @@ func startUp(b *testing.B, warren string, env []string) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	select {
-	case <-ready:
+	case <-seen:
 	case <-ctx.Done():
-		b.Fatal("warren up did not report its worker ready within a minute")
+		b.Fatalf("%s did not print %q within a minute", strings.Join(cmd.Args, " "), ready)
 	}
+	return cmd
 }
