@@ -3,7 +3,6 @@ package scheduler
 import (
 	"context"
 	"fmt"
-	"sync"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -18,9 +17,6 @@ type Client struct {
 	js  jetstream.JetStream
 	cfg Config
 	log zerolog.Logger
-
-	mu      sync.Mutex
-	buckets map[string]jetstream.KeyValue // opened once: opening is a round trip
 }
 
 // New returns a Client on nc. The client owns no connection: closing nc is
@@ -44,26 +40,14 @@ func New(nc *nats.Conn, cfg Config) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("scheduler: jetstream: %w", err)
 	}
-	return &Client{nc: nc, js: js, cfg: cfg, log: cfg.Logger.With().Str("component", "scheduler").Logger(), buckets: map[string]jetstream.KeyValue{}}, nil
+	return &Client{nc: nc, js: js, cfg: cfg, log: cfg.Logger.With().Str("component", "scheduler").Logger()}, nil
 }
 
-// bucket opens a KV bucket, once per client: a handle is only the
-// bucket's name bound to the connection (opening it checks that the bucket
-// exists, a round trip every publication would otherwise pay twice).
 func (c *Client) bucket(ctx context.Context, name string) (jetstream.KeyValue, error) {
-	c.mu.Lock()
-	kv, ok := c.buckets[name]
-	c.mu.Unlock()
-	if ok {
-		return kv, nil
-	}
 	kv, err := retry(ctx, c, "open bucket "+name, func() (jetstream.KeyValue, error) { return c.js.KeyValue(ctx, name) })
 	if err != nil {
 		return nil, fmt.Errorf("scheduler: open bucket %s (has the broker been set up?): %w", name, err)
 	}
-	c.mu.Lock()
-	c.buckets[name] = kv
-	c.mu.Unlock()
 	return kv, nil
 }
 
