@@ -1,24 +1,29 @@
 package broker_test
 
 import (
+	"context"
 	"fmt"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 	"github.com/warrenhq/warren/broker/brokertest"
+	"github.com/warrenhq/warren/messages"
 )
 
 // BenchmarkClusterVsSingle runs the same trivial batch through one
 // embedded server at R1 and through an in-process 3-node cluster at R3,
 // three workers each (capacity 8, a 1ms runner: the queue's cost, not the
-// sandbox's), in the same run, alternating, and reports both throughputs,
-// their ratio and the p99 submit->result latency of each, and the process
-// CPU time per task of each (everything runs in this process: on a
-// machine with fewer cores than the three nodes need, the ratio is the
-// CPU's).
+// sandbox's), in the same run, alternating, and reports the medians over
+// the rounds of both throughputs, of the per-round ratio and of the p99
+// submit->result latency of each, the process CPU time per task of each
+// (everything runs in this process: on a machine with fewer cores than
+// the three nodes need, the ratio is the CPU's), and what a task costs the
+// bus: the messages the workers' connections send and receive and the
+// writes stored in the claims bucket, per task.
 func BenchmarkClusterVsSingle(b *testing.B) {
 	const tasks = 1000
 	single := brokertest.Start(b, brokertest.Options{})
@@ -28,27 +33,96 @@ func BenchmarkClusterVsSingle(b *testing.B) {
 		singleConns = append(singleConns, nc)
 	}
 	fleetWorkers(b, singleConns, 8)
+	r1 := fleetSide{name: "single node R1", admin: single.Conn, workers: singleConns}
 
 	cluster := startClusterFleet(b, 8)
+	r3 := fleetSide{name: "3-node cluster R3", admin: cluster.admin, workers: cluster.workers}
 
-	var one, three batchRun
-	var cpu1, cpu3 time.Duration
+	var ratios []float64
 	for round := 0; b.Loop(); round++ {
-		c0 := processCPU(b)
-		one = runBatch(b, single.Conn, fmt.Sprintf("r1-%d", round), tasks, 2*time.Minute, nil)
-		c1 := processCPU(b)
-		three = runBatch(b, cluster.admin, fmt.Sprintf("r3-%d", round), tasks, 2*time.Minute, nil)
-		cpu1, cpu3 = c1-c0, processCPU(b)-c1
+		sides := []*fleetSide{&r1, &r3}
+		if round%2 == 1 {
+			sides[0], sides[1] = sides[1], sides[0] // alternate who goes first
+		}
+		for _, s := range sides {
+			s.round(b, fmt.Sprintf("%s-%d", s.name[:1], round), tasks)
+		}
+		ratios = append(ratios, r3.runs[round].rate()/r1.runs[round].rate())
 	}
-	b.Logf("single node R1: %s, CPU %s per task", one, cpu1/tasks)
-	b.Logf("3-node cluster R3: %s, CPU %s per task (all three nodes, workers and client in this process)", three, cpu3/tasks)
-	b.ReportMetric(float64(cpu1.Microseconds())/tasks, "r1_cpu_us/task")
-	b.ReportMetric(float64(cpu3.Microseconds())/tasks, "r3_cpu_us/task")
-	b.ReportMetric(one.rate(), "r1_tasks/s")
-	b.ReportMetric(three.rate(), "r3_tasks/s")
-	b.ReportMetric(three.rate()/one.rate(), "r3/r1")
-	b.ReportMetric(float64(one.P99.Milliseconds()), "r1_p99_ms")
-	b.ReportMetric(float64(three.P99.Milliseconds()), "r3_p99_ms")
+	for _, s := range []*fleetSide{&r1, &r3} {
+		b.Logf("%s: median of %d rounds: %s", s.name, len(s.runs), s.summary())
+	}
+	b.Logf("r3/r1 per round: %.3f", ratios)
+	b.ReportMetric(median(ratios), "r3/r1")
+	r1.report(b, "r1")
+	r3.report(b, "r3")
+}
+
+// fleetSide is one side of BenchmarkClusterVsSingle and what its rounds
+// measured.
+type fleetSide struct {
+	name    string
+	admin   *nats.Conn
+	workers []*nats.Conn
+
+	runs                        []batchRun
+	cpu, msgsIn, msgsOut, claim []float64 // per task, per round
+}
+
+func (s *fleetSide) round(b *testing.B, id string, tasks int) {
+	in0, out0 := connMsgs(s.workers)
+	claims0 := claimsLastSeq(b, s.admin)
+	c0 := processCPU(b)
+	s.runs = append(s.runs, runBatch(b, s.admin, id, tasks, 2*time.Minute, nil))
+	cpu := processCPU(b) - c0
+	in1, out1 := connMsgs(s.workers)
+	n := float64(tasks)
+	s.cpu = append(s.cpu, float64(cpu.Microseconds())/n)
+	s.msgsIn = append(s.msgsIn, float64(in1-in0)/n)
+	s.msgsOut = append(s.msgsOut, float64(out1-out0)/n)
+	s.claim = append(s.claim, float64(claimsLastSeq(b, s.admin)-claims0)/n)
+}
+
+func (s *fleetSide) rates() (rate, p99 []float64) {
+	for _, r := range s.runs {
+		rate = append(rate, r.rate())
+		p99 = append(p99, float64(r.P99.Milliseconds()))
+	}
+	return rate, p99
+}
+
+func (s *fleetSide) summary() string {
+	rate, p99 := s.rates()
+	return fmt.Sprintf("%.0f tasks/s (rounds %.0f), p99 submit->result %.0f ms, CPU %.0f µs/task, worker msgs per task in %.2f out %.2f, claims writes per task %.2f",
+		median(rate), rate, median(p99), median(s.cpu), median(s.msgsIn), median(s.msgsOut), median(s.claim))
+}
+
+func (s *fleetSide) report(b *testing.B, prefix string) {
+	rate, p99 := s.rates()
+	b.ReportMetric(median(rate), prefix+"_tasks/s")
+	b.ReportMetric(median(p99), prefix+"_p99_ms")
+	b.ReportMetric(median(s.cpu), prefix+"_cpu_us/task")
+}
+
+// connMsgs sums the messages received and sent by conns.
+func connMsgs(conns []*nats.Conn) (in, out uint64) {
+	for _, nc := range conns {
+		st := nc.Stats()
+		in, out = in+st.InMsgs, out+st.OutMsgs
+	}
+	return in, out
+}
+
+// claimsLastSeq is the claims bucket's last stream sequence: every create,
+// refresh, purge and expiry marker is one.
+func claimsLastSeq(b *testing.B, nc *nats.Conn) uint64 {
+	js, err := jetstream.New(nc)
+	require.NoError(b, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	s, err := js.Stream(ctx, "KV_"+messages.BucketClaims)
+	require.NoError(b, err)
+	return s.CachedInfo().State.LastSeq
 }
 
 // processCPU is this process's user+system CPU time so far.

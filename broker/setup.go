@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -31,14 +32,22 @@ func Setup(ctx context.Context, js jetstream.JetStream, c StreamConfig) error {
 	if err != nil {
 		return err
 	}
+	// Every process starts with this, a one-off client command too: look
+	// the resources up at once (one round trip, not one per resource).
+	haves := make([]*jetstream.StreamConfig, len(rs))
+	errs := make([]error, len(rs))
+	var wg sync.WaitGroup
+	for i, r := range rs {
+		wg.Go(func() { haves[i], errs[i] = ensure(ctx, js, r) })
+	}
+	wg.Wait()
 	var bad []Change
-	for _, r := range rs {
-		have, err := ensure(ctx, js, r)
-		if err != nil {
-			return err
+	for i, r := range rs {
+		if errs[i] != nil {
+			return errs[i]
 		}
 		want := r.want()
-		bad = append(bad, r.diff(have, &want, guarantee)...)
+		bad = append(bad, r.diff(haves[i], &want, guarantee)...)
 	}
 	if len(bad) > 0 {
 		return &IncompatibleError{Changes: bad}

@@ -43,6 +43,34 @@ func (c *Client) getManifest(ctx context.Context, kv jetstream.KeyValue, batch s
 	return &m, e.Revision(), nil
 }
 
+// createManifest is updateManifest for a batch that is most likely new
+// (a publication): it first tries to create the manifest fn makes of a
+// fresh one, without reading it first, and only when one exists reads and
+// updates it.
+func (c *Client) createManifest(ctx context.Context, batch string, fn func(m *messages.BatchManifest) error) (*messages.BatchManifest, error) {
+	kv, err := c.bucket(ctx, messages.BucketBatches)
+	if err != nil {
+		return nil, err
+	}
+	m := &messages.BatchManifest{V: messages.Version, Batch: batch}
+	if err := fn(m); err != nil {
+		return nil, err
+	}
+	data, err := json.Marshal(m)
+	if err != nil {
+		return nil, err
+	}
+	_, err = retry(ctx, c, "write manifest", func() (uint64, error) { return kv.Create(ctx, batch, data) })
+	switch {
+	case err == nil:
+		return m, nil
+	case errors.Is(err, jetstream.ErrKeyExists):
+		return c.updateManifest(ctx, batch, fn)
+	default:
+		return nil, fmt.Errorf("scheduler: write manifest of %s: %w", batch, err)
+	}
+}
+
 // updateManifest applies fn to the batch's manifest (a fresh one when absent)
 // and stores it with compare-and-set, retrying when another client changed
 // it in between: concurrent replays of one batch each get their own attempt.

@@ -56,7 +56,7 @@ func (c *Client) Publish(ctx context.Context, b *Batch) (*PublishReport, error) 
 		return rep, err
 	}
 	resume := false
-	_, err := c.updateManifest(ctx, b.ID, func(m *messages.BatchManifest) error {
+	_, err := c.createManifest(ctx, b.ID, func(m *messages.BatchManifest) error {
 		a, ok := m.Attempt(1)
 		if ok {
 			if a.Digest != b.Digest || a.Total != len(b.Tasks) {

@@ -107,46 +107,7 @@ func BenchmarkQueueVsDirect(b *testing.B) {
 		forkRate = tasks / time.Since(start).Seconds()
 
 		// Through the system: publish all, then wait for every result.
-		batch := fmt.Sprintf("bench%d", round)
-		sent := make(map[string]time.Time, tasks)
-		done := make(chan struct{})
-		sysLat = sysLat[:0]
-		var got atomic.Int64
-		sub, err := br.Conn.Subscribe(messages.BatchResultFilter(batch, 0), func(m *nats.Msg) {
-			r, err := messages.DecodeResult(m.Data)
-			if err != nil || r.Status != messages.StatusOK {
-				b.Errorf("result: %v %s", err, m.Data)
-				return
-			}
-			mu.Lock()
-			sysLat = append(sysLat, time.Since(sent[r.TaskID]))
-			mu.Unlock()
-			if got.Add(1) == tasks {
-				close(done)
-			}
-		})
-		require.NoError(b, err)
-		require.NoError(b, br.Conn.Flush())
-		start = time.Now()
-		for i := range tasks {
-			id := fmt.Sprintf("t%d", i)
-			data, _ := json.Marshal(execTask(batch, id, "/bin/true"))
-			msg := &nats.Msg{Subject: messages.TaskSubject("default", "default", batch), Data: data, Header: nats.Header{}}
-			msg.Header.Set(messages.HeaderMsgID, messages.MsgID(batch, id, 1))
-			mu.Lock()
-			sent[id] = time.Now()
-			mu.Unlock()
-			if _, err := br.JS.PublishMsgAsync(msg); err != nil {
-				b.Fatal(err)
-			}
-		}
-		select {
-		case <-done:
-		case <-time.After(5 * time.Minute):
-			b.Fatalf("only %d of %d results", got.Load(), tasks)
-		}
-		sysRate = tasks / time.Since(start).Seconds()
-		_ = sub.Unsubscribe()
+		sysRate, sysLat = systemBatch(b, br, fmt.Sprintf("bench%d", round), tasks)
 	}
 	b.ReportMetric(sysRate, "system_tasks/s")
 	b.ReportMetric(dirRate, "direct_tasks/s")
@@ -192,4 +153,52 @@ func BenchmarkQueueLatency(b *testing.B) {
 	b.ReportMetric(float64(percentile(dir, 0.5).Microseconds()), "direct_p50_us")
 	b.ReportMetric(float64(percentile(dir, 0.99).Microseconds()), "direct_p99_us")
 	b.ReportMetric(float64(percentile(sys, 0.5))/float64(percentile(dir, 0.5)), "p50_ratio")
+}
+
+// systemBatch publishes n trivial tasks at once as batch and waits for
+// every result: the rate and each task's submit -> stored result latency.
+func systemBatch(b *testing.B, br *brokertest.Broker, batch string, n int) (float64, []time.Duration) {
+	var mu sync.Mutex
+	sent := make(map[string]time.Time, n)
+	var lat []time.Duration
+	done := make(chan struct{})
+	var got atomic.Int64
+	sub, err := br.Conn.Subscribe(messages.BatchResultFilter(batch, 0), func(m *nats.Msg) {
+		r, err := messages.DecodeResult(m.Data)
+		if err != nil || r.Status != messages.StatusOK {
+			b.Errorf("result: %v %s", err, m.Data)
+			return
+		}
+		mu.Lock()
+		lat = append(lat, time.Since(sent[r.TaskID]))
+		mu.Unlock()
+		if got.Add(1) == int64(n) {
+			close(done)
+		}
+	})
+	require.NoError(b, err)
+	defer func() { _ = sub.Unsubscribe() }()
+	require.NoError(b, br.Conn.Flush())
+	start := time.Now()
+	for i := range n {
+		id := fmt.Sprintf("t%d", i)
+		data, _ := json.Marshal(execTask(batch, id, "/bin/true"))
+		msg := &nats.Msg{Subject: messages.TaskSubject("default", "default", batch), Data: data, Header: nats.Header{}}
+		msg.Header.Set(messages.HeaderMsgID, messages.MsgID(batch, id, 1))
+		mu.Lock()
+		sent[id] = time.Now()
+		mu.Unlock()
+		if _, err := br.JS.PublishMsgAsync(msg); err != nil {
+			b.Fatal(err)
+		}
+	}
+	select {
+	case <-done:
+	case <-time.After(5 * time.Minute):
+		b.Fatalf("only %d of %d results", got.Load(), n)
+	}
+	rate := float64(n) / time.Since(start).Seconds()
+	mu.Lock()
+	defer mu.Unlock()
+	return rate, lat
 }

@@ -16,9 +16,14 @@ import (
 // claims makes a task attempt run at most once at a time across the fleet,
 // whatever Nats-Msg-Id its publishers used: before running, a worker
 // creates the attempt's key in the claims bucket (create-only), refreshes
-// it with the task's heartbeat and releases it when done. The key has a TTL
-// (the consumer's AckWait), so the claim of a worker that died expires and
-// another delivery takes the attempt over.
+// it with the task's heartbeat, and when done either releases it (the
+// attempt has no result: another run may take it at once) or, once the
+// attempt's result is stored, leaves it to its TTL (settle): a later
+// delivery of the attempt finds the claim or the result, and either way
+// acks without running, so a purge would be one more replicated write on
+// every task's path for nothing. The key has a TTL (the consumer's
+// AckWait), so the claim of a worker that died expires and another
+// delivery takes the attempt over.
 type claims struct {
 	kv   jetstream.KeyValue
 	js   jetstream.JetStream
@@ -34,8 +39,19 @@ type heldClaim struct {
 	key string
 	val []byte
 
-	mu  sync.Mutex
-	rev uint64
+	mu      sync.Mutex
+	rev     uint64
+	settled bool // the attempt's result is stored: release leaves the key to its TTL
+}
+
+// settle records that the attempt's result is stored; nil is a no-op.
+func (h *heldClaim) settle() {
+	if h == nil {
+		return
+	}
+	h.mu.Lock()
+	h.settled = true
+	h.mu.Unlock()
 }
 
 // errClaimHeld means another run of the attempt holds its claim.
@@ -136,16 +152,19 @@ func (c *claims) refresh(ctx context.Context, h *heldClaim) error {
 	return nil
 }
 
-// release gives a held claim up; nil is a no-op. The key is purged only if
-// it is still ours, with a marker that expires after the TTL.
+// release gives a held claim up; nil is a no-op. A claim whose attempt
+// has no result is purged, only if it is still ours, with a marker that
+// expires after the TTL; a settled one (result stored) is left to expire.
 func (c *claims) release(h *heldClaim) {
 	if h == nil {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
 	h.mu.Lock()
-	_ = c.kv.Purge(ctx, h.key, jetstream.LastRevision(h.rev), jetstream.PurgeTTL(c.ttl))
+	if !h.settled {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_ = c.kv.Purge(ctx, h.key, jetstream.LastRevision(h.rev), jetstream.PurgeTTL(c.ttl))
+		cancel()
+	}
 	h.mu.Unlock()
 	c.forget(h.key)
 }

@@ -59,8 +59,11 @@ type Config struct {
 	Consumer broker.ConsumerConfig
 	// PullWait is how long one pull for a free slot waits for a task before
 	// the slot is offered again (one profile served). With several
-	// profiles a pull never waits while it holds a slot, and PullWait is
-	// the longest pause between two polls of a profile that had no task.
+	// profiles a pull never waits while it holds a slot on a busy worker,
+	// and PullWait is the longest pause between two polls of a profile
+	// that had no task; once every profile's last pull found nothing, each
+	// profile's pull waits up to min(PullWait, 1s) holding a free slot
+	// (see pullLoop).
 	// Defaults to 2s.
 	PullWait time.Duration
 	// Heartbeat is how often a running task is marked in progress (and a

@@ -25,7 +25,13 @@
 // 0.69 of the direct check's throughput before, 0.92-1.01 after). A profile that found nothing pauses without
 // a slot, 20 ms doubling up to PullWait, so an idle profile's first task
 // starts within PullWait and a busy profile never waits for a slot that
-// is free.
+// is free. That pause was also what a one-off `warren exec` paid on an
+// idle host (up to PullWait: ~100 ms median half a second after the last
+// task), so once every profile's last pull found nothing, nothing can be
+// starved and the pulls park again: each profile's pull waits holding a
+// free slot, up to 1 s (200 ms in turns when there are more profiles than
+// slots); the first task found ends the parking, and a parked slot comes
+// back within that wait.
 //
 // # Verify tasks
 //
@@ -52,7 +58,10 @@
 // died expires after the TTL. A run that loses its claim (no renewal for a
 // whole TTL, and another run took it) is cancelled at its next heartbeat
 // and its message Nak'ed, to come back and wait: a claim is a lease, so a
-// run stalled for a TTL may overlap its successor by up to one heartbeat. Claims are released (purged) when a run ends.
+// run stalled for a TTL may overlap its successor by up to one heartbeat. A
+// run that ends without a stored result releases (purges) its claim; once
+// the result is stored the claim is left to its TTL (a later delivery finds
+// the result and acks), which saves a replicated write per task.
 //
 // # Events
 //

@@ -76,6 +76,7 @@ func (w *Worker) handle(msg jetstream.Msg) {
 		return
 	case stored:
 		log.Debug().Msg("result already stored; acking this delivery")
+		held.settle()
 		w.ack(msg)
 		return
 	}
@@ -91,7 +92,9 @@ func (w *Worker) handle(msg jetstream.Msg) {
 		res.Status, res.ExitCode = messages.StatusCancelled, -1
 		res.Error = &messages.Error{Code: messages.CodeCancelled, Msg: "cancelled before it started"}
 		res.FinishedAt = time.Now().UTC()
-		w.finish(msg, meta, em, res)
+		if w.finish(msg, meta, em, res) {
+			held.settle()
+		}
 		return
 	}
 
@@ -126,7 +129,9 @@ func (w *Worker) handle(msg jetstream.Msg) {
 		res.Status = messages.StatusCancelled
 		res.Error = &messages.Error{Code: messages.CodeCancelled, Msg: "cancelled while running"}
 	}
-	w.finish(msg, meta, em, res)
+	if w.finish(msg, meta, em, res) {
+		held.settle()
+	}
 }
 
 // execute runs the task and maps the sandbox outcome to a result. An error
@@ -224,8 +229,9 @@ func (w *Worker) baseResult(t *messages.Task, delivery int) *messages.Result {
 }
 
 // finish stores the result (its output in the object store when too large
-// for the message), announces the end and acks.
-func (w *Worker) finish(msg jetstream.Msg, meta *jetstream.MsgMetadata, em *emitter, res *messages.Result) {
+// for the message), announces the end and acks. It reports whether the
+// result is stored.
+func (w *Worker) finish(msg jetstream.Msg, meta *jetstream.MsgMetadata, em *emitter, res *messages.Result) bool {
 	err := w.spillOutputs(res, meta.Sequence.Stream)
 	if err == nil {
 		err = w.conclude(em, res, msg.Subject())
@@ -234,10 +240,11 @@ func (w *Worker) finish(msg jetstream.Msg, meta *jetstream.MsgMetadata, em *emit
 		// Not stored: leave the message unacked so it is redelivered.
 		w.log.Error().Err(err).Str("task_id", res.TaskID).Msg("could not store the result; the task will be redelivered")
 		_ = msg.Nak()
-		return
+		return false
 	}
 	w.ack(msg)
 	w.done.Add(1)
+	return true
 }
 
 // conclude stores a task attempt's result and then sends its last events:
@@ -273,17 +280,14 @@ func subjectProfile(subject string) string {
 	return parts[3]
 }
 
+// ack acknowledges a delivery whose attempt has its result stored. It does
+// not wait for the server's confirmation (a double ack is a round trip
+// held on the slot, through the consumer's Raft group on a replicated
+// stream): a lost ack is a redelivery, which finds the result and acks.
 func (w *Worker) ack(msg jetstream.Msg) {
-	for i := range 3 {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		err := msg.DoubleAck(ctx)
-		cancel()
-		if err == nil {
-			return
-		}
-		w.log.Warn().Err(err).Int("try", i+1).Msg("ack failed")
+	if err := msg.Ack(); err != nil {
+		w.log.Warn().Err(err).Msg("ack failed; the delivery will come back, find its result and ack")
 	}
-	// The result is stored; a redelivery will see it and ack.
 }
 
 // retryOrDeadLetter handles a task that could not run here: Nak with a

@@ -98,3 +98,31 @@ func TestStopEndsAnIdlePull(t *testing.T) {
 		t.Fatal("Stop is still waiting for the idle pull")
 	}
 }
+
+// TestIdleWorkerParksAPullPerProfile: once no profile has work, a worker
+// serving several keeps a waiting pull on each profile's consumer (as
+// many as it has free slots), so a one-off task starts without waiting
+// out a poll pause, and it parks them again after running one. (The old
+// loop only polled, so no pull was ever waiting.)
+func TestIdleWorkerParksAPullPerProfile(t *testing.T) {
+	b := brokertest.Start(t, brokertest.Options{})
+	profiles := []string{"park-a", "park-b"}
+	startWorker(t, b, "parker", workerOpts{profiles: profiles, pullWait: time.Hour, capacity: 2})
+	parked := func() bool {
+		for _, p := range profiles {
+			cons, err := b.JS.Consumer(context.Background(), messages.StreamTasks, messages.ConsumerName(messages.DefaultPool, p))
+			if err != nil {
+				return false
+			}
+			ci, err := cons.Info(context.Background())
+			if err != nil || ci.NumWaiting != 1 {
+				return false
+			}
+		}
+		return true
+	}
+	require.Eventually(t, parked, 30*time.Second, 10*time.Millisecond, "a waiting pull on every idle profile")
+	publishTo(t, b, "park-b", execTask("one-off", "x", "/bin/true"))
+	require.Equal(t, messages.StatusOK, collect(t, b.JS, "one-off", 1, time.Minute)["x"].Status)
+	require.Eventually(t, parked, 30*time.Second, 10*time.Millisecond, "parked again once idle")
+}

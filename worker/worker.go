@@ -45,8 +45,11 @@ type Worker struct {
 	startedAt time.Time
 	draining  atomic.Bool
 	running   atomic.Int64
-	peak      atomic.Int64
-	done      atomic.Int64
+	// busyProfiles counts the contested profiles whose last pull found a
+	// task; at zero, idle profiles park their pulls (see pullLoop).
+	busyProfiles atomic.Int64
+	peak         atomic.Int64
+	done         atomic.Int64
 
 	startOnce, stopOnce sync.Once
 	started             atomic.Bool
@@ -147,14 +150,27 @@ func (w *Worker) start(ctx context.Context) error {
 // With one profile the pull holding the slot waits up to PullWait for a
 // task: nothing else wants the slot. With several (contested), a slot
 // parked in an idle profile's long pull would starve the busy profiles
-// (most grabs of a freed slot would idle for PullWait), so a pull that
-// holds a slot never waits, and a profile that found nothing sleeps
-// without a slot, from idleMin doubling up to PullWait, before it asks
-// again: a task of an idle profile starts within PullWait.
+// (most grabs of a freed slot would idle for PullWait), so while the
+// worker is busy a pull that holds a slot never waits, and a profile that
+// found nothing sleeps without a slot, from idleMin doubling up to
+// PullWait, before it asks again: a task of an idle profile starts within
+// PullWait. Once every profile's last pull came back empty (an idle host,
+// where a one-off `warren exec` lands), no queued task can be starved:
+// each profile's pull then waits up to parkWait holding a slot, as many at
+// once as there are free slots, in turn when there are more profiles than
+// slots, so a task of a parked profile starts without any poll delay. The
+// first task found ends the parking; a parked slot comes back within
+// parkWait.
 func (w *Worker) pullLoop(c jetstream.Consumer, profile string, contested bool) {
 	log := w.log.With().Str("profile", profile).Logger()
 	backoff := newBackoff(100*time.Millisecond, 5*time.Second)
 	idle := newBackoff(idleMin, w.cfg.PullWait)
+	busy := false // the last pull found a task (contested: counted in busyProfiles)
+	defer func() {
+		if busy {
+			w.busyProfiles.Add(-1)
+		}
+	}()
 	for {
 		select {
 		case <-w.pullCtx.Done():
@@ -164,14 +180,19 @@ func (w *Worker) pullLoop(c jetstream.Consumer, profile string, contested bool) 
 		var batch jetstream.MessageBatch
 		var err error
 		cancelFetch := func() {}
-		if contested {
+		parked := contested && w.busyProfiles.Load() == 0
+		if contested && !parked {
 			batch, err = c.FetchNoWait(1)
 		} else {
 			// Bound by pullCtx too: Stop ends a waiting pull at once (the
 			// client unsubscribes and the server drops a request nobody
 			// listens to) instead of waiting out PullWait.
+			wait := w.cfg.PullWait
+			if parked {
+				wait = w.parkWait()
+			}
 			var fctx context.Context
-			fctx, cancelFetch = context.WithTimeout(w.pullCtx, w.cfg.PullWait)
+			fctx, cancelFetch = context.WithTimeout(w.pullCtx, wait)
 			batch, err = c.Fetch(1, jetstream.FetchContext(fctx))
 		}
 		if err != nil {
@@ -207,9 +228,17 @@ func (w *Worker) pullLoop(c jetstream.Consumer, profile string, contested bool) 
 		if !got {
 			w.slots <- struct{}{}
 		}
+		switch {
+		case contested && got && !busy:
+			busy = true
+			w.busyProfiles.Add(1)
+		case contested && !got && busy:
+			busy = false
+			w.busyProfiles.Add(-1)
+		}
 		if got {
 			idle.reset()
-		} else if contested && !sleepCtx(w.pullCtx, idle.next()) {
+		} else if contested && !parked && !sleepCtx(w.pullCtx, idle.next()) {
 			return
 		}
 		if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) && !errors.Is(err, jetstream.ErrNoMessages) &&
@@ -308,6 +337,25 @@ type backoff struct{ base, max, cur time.Duration }
 
 // idleMin is the first pause of a contested profile that found no task.
 const idleMin = 20 * time.Millisecond
+
+// maxParkWait bounds how long a contested profile's pull holds a slot on
+// an idle worker (PullWait when shorter): the longest a busy profile can
+// wait for a slot parked just before its first task arrived. With more
+// profiles than slots the parked pulls take turns, each for
+// rotateParkWait, so a task of a profile not parked waits at most a turn
+// or two; an idle worker then asks about as often as its slots allow
+// (capacity / rotateParkWait requests a second).
+const (
+	maxParkWait    = time.Second
+	rotateParkWait = 200 * time.Millisecond
+)
+
+func (w *Worker) parkWait() time.Duration {
+	if len(w.cfg.profiles()) > w.cfg.Capacity {
+		return min(w.cfg.PullWait, rotateParkWait)
+	}
+	return min(w.cfg.PullWait, maxParkWait)
+}
 
 func newBackoff(base, max time.Duration) *backoff { return &backoff{base: base, max: max} }
 
