@@ -87,13 +87,4 @@ func hostKey(pool, id string) string {
 	return pool + "." + hostToken(id)
 }
 
-func hostToken(id string) string {
-	b := []byte(id)
-	for i, c := range b {
-		ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_'
-		if !ok {
-			b[i] = '_'
-		}
-	}
-	return string(b)
-}
+func hostToken(id string) string { return messages.HostToken(id) }
