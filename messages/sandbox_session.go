@@ -261,12 +261,12 @@ type SandboxExit struct {
 // FileEntry is one file of a session's home (lstat: a symlink is reported,
 // never followed).
 type FileEntry struct {
-	Name    string    `json:"name"`
-	Path    string    `json:"path"`
-	Type    string    `json:"type"` // file, dir, symlink, other
-	Size    int64     `json:"size"`
-	Mode    uint32    `json:"mode"`
-	MTime   time.Time `json:"mtime"`
+	Name  string    `json:"name"`
+	Path  string    `json:"path"`
+	Type  string    `json:"type"` // file, dir, symlink, other
+	Size  int64     `json:"size"`
+	Mode  uint32    `json:"mode"`
+	MTime time.Time `json:"mtime"`
 }
 
 // SandboxReply is the answer to every session request: Error, or the
