@@ -49,7 +49,7 @@ func (w *Worker) nudgeRegistry() {
 func (w *Worker) register() {
 	info := messages.HostInfo{
 		ID: w.cfg.HostID, Pool: w.cfg.Pool, Capacity: w.cfg.Capacity,
-		Free:      w.cfg.Capacity - int(w.running.Load()),
+		Free:      w.cfg.Capacity - int(w.running.Load()) - int(w.sessions.Load()),
 		Isolation: w.cfg.Isolation, Profiles: w.cfg.profiles(), Version: w.cfg.Version,
 		Draining:  w.draining.Load(),
 		StartedAt: w.startedAt, UpdatedAt: time.Now().UTC(),
