@@ -59,7 +59,10 @@ func (s *Sandbox) Exec(ctx context.Context, o ExecOptions, stdout, stderr io.Wri
 		return nil, fmt.Errorf("scheduler: sandbox exec: subscribe: %w", err)
 	}
 	defer func() { _ = sub.Unsubscribe() }()
-	if err := s.c.nc.FlushWithContext(ctx); err != nil {
+	fctx, fcancel := context.WithTimeout(ctx, sandboxRequestTimeout)
+	err = s.c.nc.FlushWithContext(fctx)
+	fcancel()
+	if err != nil {
 		return nil, fmt.Errorf("scheduler: sandbox exec: %w", err)
 	}
 	ctx, cancel := context.WithCancelCause(ctx)

@@ -13,13 +13,13 @@ import (
 	"github.com/warrenhq/warren/messages"
 	"github.com/warrenhq/warren/scheduler"
 	"github.com/warrenhq/warren/worker"
-	"github.com/warrenhq/warren/worker/sessiontest"
+	"github.com/warrenhq/warren/worker/hostsession"
 )
 
 // sessionFactory starts the sessions of these tests. Until package
-// sandbox/session is merged it is the host-process stand-in; with it, an
+// sandbox/session is merged it is the host-process stand-in (hostsession); with it, an
 // adapter of session.Start goes here and nothing else changes.
-var sessionFactory worker.SessionFactory = sessiontest.Start
+var sessionFactory worker.SessionFactory = hostsession.Start
 
 // sessionHost is a worker serving sessions, on a connection of its own.
 type sessionHost struct {

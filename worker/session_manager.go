@@ -155,7 +155,9 @@ func (s *Sessions) start(ctx context.Context) error {
 		s.cancel()
 		return fmt.Errorf("worker sessions: subscribe: %w", err)
 	}
-	if err := s.w.nc.FlushWithContext(ctx); err != nil {
+	fctx, fcancel := context.WithTimeout(ctx, 10*time.Second)
+	defer fcancel()
+	if err := s.w.nc.FlushWithContext(fctx); err != nil {
 		_ = sub.Unsubscribe()
 		s.cancel()
 		return fmt.Errorf("worker sessions: subscribe: %w", err)

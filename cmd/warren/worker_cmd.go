@@ -34,6 +34,7 @@ type workerFlags struct {
 	NoVerdictCache      bool          `name:"no-verdict-cache" help:"Check every proof, never answering one from the shared verdict cache (bucket warren_verdicts)."`
 	DrainTimeout        time.Duration `name:"drain-timeout" help:"On the first SIGTERM/SIGINT, how long running tasks may finish before they are cancelled and handed back to the queue." default:"5m"`
 	sandboxHostFlags
+	sessionFlags
 
 	pullWait time.Duration   // shorter for a client's short-lived in-process worker
 	sealKey  nkeys.KeyPair   // used when SealKey (a file) is not given
@@ -171,11 +172,20 @@ func (f *workerFlags) serve(g *globals, w *worker.Worker) error {
 	if err := w.Start(g.Ctx); err != nil {
 		return err
 	}
+	// Sandbox sessions (worker_sessions.go): nil when not served.
+	sessions, err := f.buildSessions(g, w)
+	if err == nil && sessions != nil {
+		err = sessions.Start(g.Ctx)
+	}
+	if err != nil {
+		_ = w.Stop(g.HardCtx)
+		return err
+	}
 	<-g.Ctx.Done()
 	g.Log.Info().Dur("drain_timeout", f.DrainTimeout).Msg("draining: no new tasks; waiting for running ones (signal again to cancel them)")
 	ctx, cancel := context.WithTimeout(g.HardCtx, f.DrainTimeout)
 	defer cancel()
-	err := w.Stop(ctx)
+	err = stopAll(ctx, w, sessions)
 	// Warm sandboxes must not outlive the worker's runner.
 	_ = f.runner.Close()
 	if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {

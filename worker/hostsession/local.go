@@ -1,9 +1,12 @@
-// Package sessiontest is a stand-in for the sandbox session primitive
-// (package sandbox/session) in tests of the session manager, the client and
-// the CLI: a session whose commands run as plain host processes, in their
+// Package hostsession is sessions WITHOUT isolation: a session whose
+// commands run as plain host processes of the worker's user, each in its
 // own process group, in a home of their own, with the real files API
-// (sandbox/files) on that home. It isolates nothing: tests only.
-package sessiontest
+// (sandbox/files) on that home. It is what a worker started with
+// --isolation none --insecure-no-isolation serves (as its tasks run
+// unsandboxed), and the stand-in for the sandbox session primitive
+// (package sandbox/session) in tests of the session manager, the client
+// and the CLI. It isolates nothing: never for untrusted code.
+package hostsession
 
 import (
 	"bytes"
@@ -24,7 +27,7 @@ import (
 )
 
 // ErrClosed is the error of an ended session.
-var ErrClosed = errors.New("sessiontest: session closed")
+var ErrClosed = errors.New("hostsession: session closed")
 
 // Start is a worker.SessionFactory.
 func Start(_ context.Context, _ worker.Runner, spec worker.SessionSpec) (worker.SessionSandbox, error) {
