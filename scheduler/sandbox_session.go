@@ -161,11 +161,32 @@ func (s *Sandbox) requestCtx(ctx context.Context, op messages.SandboxOp, req *me
 	case errors.Is(err, nats.ErrNoResponders):
 		return nil, goneErr(cmp.Or(s.ID, "(new)"), s.Host)
 	case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout):
+		// Through a tenant's service import a stopped host gives no "no
+		// responders": a host gone from the registry is gone.
+		if s.hostGone() {
+			return nil, goneErr(cmp.Or(s.ID, "(new)"), s.Host)
+		}
 		return nil, fmt.Errorf("scheduler: sandbox host %s did not answer %s in time (overloaded, or partitioned from the broker): %w", s.Host, op, err)
 	case err != nil:
 		return nil, fmt.Errorf("scheduler: sandbox %s: %w", op, err)
 	}
 	return messages.DecodeSandboxReply(m.Data)
+}
+
+// hostGone reports whether the registry no longer lists the host.
+func (s *Sandbox) hostGone() bool {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	hosts, err := s.c.Hosts(ctx)
+	if err != nil {
+		return false
+	}
+	for _, h := range hosts {
+		if messages.HostToken(h.ID) == s.Host && h.Pool == s.Pool {
+			return false
+		}
+	}
+	return true
 }
 
 // Status reports the session's state.
