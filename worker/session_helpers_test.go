@@ -1,6 +1,7 @@
 package worker_test
 
 import (
+	"cmp"
 	"context"
 	"testing"
 	"time"
@@ -23,9 +24,10 @@ var sessionFactory worker.SessionFactory = hostsession.Start
 
 // sessionHost is a worker serving sessions, on a connection of its own.
 type sessionHost struct {
-	w  *worker.Worker
-	s  *worker.Sessions
-	nc *nats.Conn
+	w    *worker.Worker
+	s    *worker.Sessions
+	nc   *nats.Conn
+	root string // the session homes' directory
 }
 
 type sessionOpts struct {
@@ -33,6 +35,7 @@ type sessionOpts struct {
 	sweep    time.Duration
 	idle     time.Duration
 	started  chan<- string
+	pullWait time.Duration // default 500ms
 }
 
 func startSessionHost(t testing.TB, b *brokertest.Broker, name string, o sessionOpts) *sessionHost {
@@ -42,11 +45,12 @@ func startSessionHost(t testing.TB, b *brokertest.Broker, name string, o session
 	w, err := worker.New(nc, worker.Config{
 		HostID: name, Capacity: max(o.capacity, 1), Runner: insecureRunner(t),
 		Isolation: []messages.Isolation{messages.IsolationNone},
-		Consumer:  broker.ConsumerConfig{AckWait: 3 * time.Second}, PullWait: 500 * time.Millisecond,
+		Consumer:  broker.ConsumerConfig{AckWait: 3 * time.Second}, PullWait: cmp.Or(o.pullWait, 500*time.Millisecond),
 		RegistryInterval: time.Second, Logger: logger, TaskStarted: o.started,
 	})
 	require.NoError(t, err)
-	s, err := worker.NewSessions(w, worker.SessionsConfig{Factory: sessionFactory, Root: t.TempDir(),
+	root := t.TempDir()
+	s, err := worker.NewSessions(w, worker.SessionsConfig{Factory: sessionFactory, Root: root,
 		Sweep: o.sweep, DefaultIdle: o.idle})
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -59,7 +63,7 @@ func startSessionHost(t testing.TB, b *brokertest.Broker, name string, o session
 		_ = s.Stop(ctx)
 		_ = w.Stop(ctx)
 	})
-	return &sessionHost{w: w, s: s, nc: nc}
+	return &sessionHost{w: w, s: s, nc: nc, root: root}
 }
 
 func sessionClient(t testing.TB, b *brokertest.Broker) *scheduler.Client {

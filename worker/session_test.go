@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -18,7 +19,7 @@ import (
 
 func TestSessionLifecycle(t *testing.T) {
 	b := brokertest.Start(t, brokertest.Options{})
-	startSessionHost(t, b, "h1", sessionOpts{capacity: 2})
+	h := startSessionHost(t, b, "h1", sessionOpts{capacity: 2})
 	c := sessionClient(t, b)
 	ctx := tctx(t)
 
@@ -119,6 +120,9 @@ func TestSessionLifecycle(t *testing.T) {
 	list, err = c.ListSessions(ctx, "")
 	require.NoError(t, err)
 	require.Empty(t, list)
+	homes, err := os.ReadDir(h.root)
+	require.NoError(t, err)
+	require.Empty(t, homes, "the home is removed with the session")
 }
 
 func names(es []messages.FileEntry) []string {
@@ -233,7 +237,9 @@ func TestSessionIdleEviction(t *testing.T) {
 func TestSessionCapacity(t *testing.T) {
 	b := brokertest.Start(t, brokertest.Options{})
 	started := make(chan string, 4)
-	startSessionHost(t, b, "h1", sessionOpts{capacity: 2, started: started})
+	// A pull waits for a task (holding a slot) far longer than a create
+	// waits for one: both creates succeed only if the create preempts it.
+	startSessionHost(t, b, "h1", sessionOpts{capacity: 2, started: started, pullWait: 30 * time.Second})
 	c := sessionClient(t, b)
 	ctx := tctx(t)
 	s1, err := c.CreateSandbox(ctx, scheduler.CreateOptions{})

@@ -88,7 +88,9 @@ func (l *Local) Exec(ctx context.Context, req worker.SessionExec, stdout, stderr
 	if !req.Background {
 		cmd.Stdout, cmd.Stderr = stdout, stderr
 	}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Its own group (kill reaches its children); killed if the worker
+	// dies (its children outlive it: this mode isolates nothing).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	l.mu.Lock()
 	if l.closed {
 		l.mu.Unlock()
