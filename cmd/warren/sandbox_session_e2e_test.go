@@ -1,11 +1,15 @@
 package main
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -115,4 +119,39 @@ func TestE2ESandboxSessionLifecycle(t *testing.T) {
 	_, stderr, code = e.run(t, "sandbox", "status", "--token", created.Token, id)
 	require.NotZero(t, code)
 	require.Contains(t, stderr, "sandbox_gone")
+}
+
+// A worker killed with SIGKILL takes its sandboxes with it: the client
+// says sandbox gone, and the sandbox's processes are gone from the host.
+func TestE2ESandboxWorkerKilled(t *testing.T) {
+	e := newE2E(t)
+	host := fmt.Sprintf("e2e-kill-%d", time.Now().UnixNano())
+	c := e.cmd(context.Background(), "worker", "--capacity", "1", "--isolation", "none", "--insecure-no-isolation",
+		"--scratch-root", t.TempDir(), "--session-root", t.TempDir(), "--host-id", host)
+	var errb syncBuf
+	c.Stderr = &errb
+	require.NoError(t, c.Start())
+	t.Cleanup(func() { _ = c.Process.Kill(); _ = c.Wait() })
+	require.Eventually(t, func() bool {
+		out, _, code := e.run(t, "hosts", "--json")
+		return code == 0 && strings.Contains(out, host)
+	}, 30*time.Second, 50*time.Millisecond, "worker did not register: %s", errb.String())
+
+	out, stderr, code := e.run(t, "sandbox", "create")
+	require.Zero(t, code, stderr)
+	id := strings.TrimSpace(out)
+	marker := fmt.Sprintf("%d", time.Now().UnixNano()%100000+100000)
+	out, stderr, code = e.run(t, "sandbox", "exec", "--background", id, "--", "sleep", marker)
+	require.Zero(t, code, stderr)
+	pid, err := strconv.Atoi(strings.TrimSpace(out))
+	require.NoError(t, err)
+	require.NoError(t, syscall.Kill(pid, 0), "the background command runs")
+
+	require.NoError(t, c.Process.Kill())
+	_ = c.Wait()
+	_, stderr, code = e.run(t, "sandbox", "status", id)
+	require.NotZero(t, code)
+	require.Contains(t, stderr, "sandbox_gone")
+	require.Eventually(t, func() bool { return syscall.Kill(pid, 0) != nil }, 10*time.Second, 10*time.Millisecond,
+		"the sandbox's process outlived its worker")
 }
