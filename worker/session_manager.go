@@ -90,9 +90,10 @@ type Sessions struct {
 	key *tokenKey
 	log zerolog.Logger
 
-	mu    sync.Mutex
-	live  map[string]*liveSession
-	ended endedLog
+	mu     sync.Mutex
+	live   map[string]*liveSession
+	ended  endedLog
+	closed bool // Stop is ending the sessions: no new one joins live
 
 	sub      *nats.Subscription
 	reqs     chan struct{} // a token per request handled at once
@@ -193,6 +194,7 @@ func (s *Sessions) Stop(ctx context.Context) error {
 			err = ctx.Err()
 		}
 		s.mu.Lock()
+		s.closed = true
 		ids := make([]string, 0, len(s.live))
 		for id := range s.live {
 			ids = append(ids, id)
@@ -377,8 +379,16 @@ func (s *Sessions) create(tenant string, c *messages.SandboxCreate) (*messages.S
 		info: messages.SandboxInfo{ID: id, Host: s.w.cfg.HostID, Pool: s.w.cfg.Pool, Profile: profile,
 			Created: now, Expires: now.Add(ttl).Truncate(time.Second), IdleMS: idle.Milliseconds()}}
 	s.mu.Lock()
-	s.live[id] = ls
+	closed := s.closed
+	if !closed {
+		s.live[id] = ls
+	}
 	s.mu.Unlock()
+	if closed { // Stop began ending the sessions while this one started
+		_ = sb.Close(ctx)
+		s.w.releaseSlot()
+		return nil, &messages.Error{Code: messages.CodeDraining, Msg: fmt.Sprintf("host %s is stopping and takes no new sandboxes; another host will", s.w.cfg.HostID)}
+	}
 	s.log.Info().Str("sandbox", id).Str("tenant", tenant).Dur("ttl", ttl).Dur("idle", idle).Msg("sandbox session created")
 	info := ls.status()
 	return &messages.SandboxReply{Sandbox: &info, Token: s.key.mint(id, tenant, info.Expires)}, nil
