@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
 	"github.com/warrenhq/warren/broker"
@@ -36,6 +37,7 @@ type sessionOpts struct {
 	idle     time.Duration
 	started  chan<- string
 	pullWait time.Duration // default 500ms
+	metrics  prometheus.Registerer
 }
 
 func startSessionHost(t testing.TB, b *brokertest.Broker, name string, o sessionOpts) *sessionHost {
@@ -46,7 +48,7 @@ func startSessionHost(t testing.TB, b *brokertest.Broker, name string, o session
 		HostID: name, Capacity: max(o.capacity, 1), Runner: insecureRunner(t),
 		Isolation: []messages.Isolation{messages.IsolationNone},
 		Consumer:  broker.ConsumerConfig{AckWait: 3 * time.Second}, PullWait: cmp.Or(o.pullWait, 500*time.Millisecond),
-		RegistryInterval: time.Second, Logger: logger, TaskStarted: o.started,
+		RegistryInterval: time.Second, Logger: logger, TaskStarted: o.started, Metrics: o.metrics,
 	})
 	require.NoError(t, err)
 	root := t.TempDir()

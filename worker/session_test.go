@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 	"github.com/warrenhq/warren/broker/brokertest"
 	"github.com/warrenhq/warren/messages"
@@ -239,13 +240,20 @@ func TestSessionCapacity(t *testing.T) {
 	started := make(chan string, 4)
 	// A pull waits for a task (holding a slot) far longer than a create
 	// waits for one: both creates succeed only if the create preempts it.
-	startSessionHost(t, b, "h1", sessionOpts{capacity: 2, started: started, pullWait: 30 * time.Second})
+	reg := prometheus.NewRegistry()
+	startSessionHost(t, b, "h1", sessionOpts{capacity: 2, started: started, pullWait: 30 * time.Second, metrics: reg})
 	c := sessionClient(t, b)
 	ctx := tctx(t)
 	s1, err := c.CreateSandbox(ctx, scheduler.CreateOptions{})
 	require.NoError(t, err)
 	_, err = c.CreateSandbox(ctx, scheduler.CreateOptions{})
 	require.NoError(t, err)
+	require.EqualValues(t, 2, metricValue(t, reg, "warren_worker_sessions_open", nil))
+	// The registry shows the slots as busy.
+	require.Eventually(t, func() bool {
+		hs, err := c.Hosts(ctx)
+		return err == nil && len(hs) == 1 && hs[0].Free == 0
+	}, 10*time.Second, 20*time.Millisecond)
 
 	t0 := time.Now()
 	_, err = c.CreateSandbox(ctx, scheduler.CreateOptions{})
