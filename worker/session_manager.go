@@ -113,6 +113,7 @@ type liveSession struct {
 	info    messages.SandboxInfo // ID, Host, Pool, Profile, Created, Expires, IdleMS
 	tenant  string
 	idle    time.Duration
+	home    string // removed after Close, whatever the primitive left
 	release func()
 
 	mu       sync.Mutex
@@ -368,14 +369,15 @@ func (s *Sessions) create(tenant string, c *messages.SandboxCreate) (*messages.S
 	_, _ = rand.Read(lb[:])
 	id := messages.SandboxID(s.w.cfg.HostID, hex.EncodeToString(lb[:]))
 	home := filepath.Join(s.cfg.Root, hex.EncodeToString(lb[:]))
-	spec := sessionSpec(c, home)
+	spec := sessionSpec(c, home, ttl)
 	sb, err := s.cfg.Factory(ctx, s.w.cfg.Runner, spec)
 	if err != nil {
+		_ = os.RemoveAll(home)
 		s.w.releaseSlot()
 		return nil, &messages.Error{Code: messages.CodeSandboxSetup, Msg: fmt.Sprintf("starting the sandbox failed: %v", err)}
 	}
 	now := time.Now().UTC()
-	ls := &liveSession{sb: sb, tenant: tenant, idle: idle, release: s.w.releaseSlot, lastReq: now,
+	ls := &liveSession{sb: sb, tenant: tenant, idle: idle, home: home, release: s.w.releaseSlot, lastReq: now,
 		info: messages.SandboxInfo{ID: id, Host: s.w.cfg.HostID, Pool: s.w.cfg.Pool, Profile: profile,
 			Created: now, Expires: now.Add(ttl).Truncate(time.Second), IdleMS: idle.Milliseconds()}}
 	s.mu.Lock()
@@ -386,6 +388,7 @@ func (s *Sessions) create(tenant string, c *messages.SandboxCreate) (*messages.S
 	s.mu.Unlock()
 	if closed { // Stop began ending the sessions while this one started
 		_ = sb.Close(ctx)
+		_ = os.RemoveAll(home)
 		s.w.releaseSlot()
 		return nil, &messages.Error{Code: messages.CodeDraining, Msg: fmt.Sprintf("host %s is stopping and takes no new sandboxes; another host will", s.w.cfg.HostID)}
 	}
@@ -447,6 +450,9 @@ func (s *Sessions) end(id string, reason messages.SandboxEnd) {
 	defer cancel()
 	if err := ls.sb.Close(ctx); err != nil {
 		s.log.Error().Err(err).Str("sandbox", id).Msg("sandbox teardown failed")
+	}
+	if err := os.RemoveAll(ls.home); err != nil {
+		s.log.Error().Err(err).Str("sandbox", id).Msg("removing the sandbox's home failed")
 	}
 	ls.release()
 	s.log.Info().Str("sandbox", id).Str("reason", string(reason)).Msg("sandbox session ended")

@@ -17,12 +17,14 @@ import (
 	"github.com/warrenhq/warren/sandbox/files"
 )
 
-// sessionSpec is the sandbox settings a create asks for.
-func sessionSpec(c *messages.SandboxCreate, home string) SessionSpec {
+// sessionSpec is the sandbox settings a create asks for. The sandbox's
+// wall limit is the TTL plus a grace: the reaper ends the session at its
+// TTL; the limit is the backstop should the worker not.
+func sessionSpec(c *messages.SandboxCreate, home string, ttl time.Duration) SessionSpec {
 	return SessionSpec{Home: home, Sandbox: sandbox.Spec{
 		Env:     c.Env,
 		Network: sandbox.Network(c.Network),
-		Limits:  sandbox.Limits{Memory: c.MemoryBytes, FileSize: c.DiskBytes, TmpSize: c.DiskBytes},
+		Limits:  sandbox.Limits{Wall: ttl + time.Minute, Memory: c.MemoryBytes, FileSize: c.DiskBytes, TmpSize: c.DiskBytes},
 	}}
 }
 
