@@ -159,8 +159,8 @@
 // tenant is the subject's. The session itself is behind [SessionFactory] /
 // [SessionSandbox] (the sandbox/session primitive, or package hostsession
 // for workers without isolation). Failure handling: a session whose
-// sandbox died, whose TTL passed or that idled (nothing running, no request
-// but status for its idle time) is ended by the reaper every Sweep; Stop
+// sandbox died, whose TTL passed or that idled (no foreground exec, no
+// request but status, for its idle time; background commands do not count) is ended by the reaper every Sweep; Stop
 // refuses creates (draining), waits for the sessions until its ctx ends,
 // then ends them; a request for an ended session gets sandbox_gone with the
 // reason (the last 1024 are remembered). Limits: MaxRequests handled at

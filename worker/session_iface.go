@@ -69,7 +69,8 @@ type SessionSandbox interface {
 	Ps(ctx context.Context) ([]SessionProcess, error)
 	Kill(ctx context.Context, pid int, sig syscall.Signal) error
 	Files() SessionFiles
-	// Running counts its commands running now, background ones included.
+	// Running counts its foreground commands in flight (background ones
+	// do not keep a session from idling out).
 	Running() int
 	LastActivity() time.Time
 	// Close kills everything, tears down the uid and home; idempotent.

@@ -50,6 +50,7 @@ type Local struct {
 
 	mu     sync.Mutex
 	procs  map[int]*proc
+	fg     int // foreground commands in flight
 	last   time.Time
 	closed bool
 	wg     sync.WaitGroup
@@ -124,6 +125,14 @@ func (l *Local) Exec(ctx context.Context, req worker.SessionExec, stdout, stderr
 	if req.Background {
 		return worker.SessionExit{PID: pr.p.PID}, nil
 	}
+	l.mu.Lock()
+	l.fg++
+	l.mu.Unlock()
+	defer func() {
+		l.mu.Lock()
+		l.fg--
+		l.mu.Unlock()
+	}()
 	var timeout <-chan time.Time
 	if req.Timeout > 0 {
 		t := time.NewTimer(req.Timeout)
@@ -185,11 +194,11 @@ func (l *Local) Kill(_ context.Context, pid int, sig syscall.Signal) error {
 // Files is the home's files API.
 func (l *Local) Files() worker.SessionFiles { return l.h }
 
-// Running counts running commands.
+// Running counts foreground commands in flight, as sandbox/session does.
 func (l *Local) Running() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return len(l.procs)
+	return l.fg
 }
 
 // LastActivity is when a command last started or ended.
