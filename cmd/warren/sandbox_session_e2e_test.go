@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/warrenhq/warren/broker"
 )
 
 // The whole session lifecycle through the CLI, against `warren worker`
@@ -154,4 +156,41 @@ func TestE2ESandboxWorkerKilled(t *testing.T) {
 	require.Contains(t, stderr, "sandbox_gone")
 	require.Eventually(t, func() bool { return syscall.Kill(pid, 0) != nil }, 10*time.Second, 10*time.Millisecond,
 		"the sandbox's process outlived its worker")
+}
+
+// Under auth a tenant's CLI reaches its own sandboxes with its own creds,
+// and another tenant sees none of them and cannot use one with its token.
+func TestE2EAuthSandboxSessions(t *testing.T) {
+	a := startAuthE2E(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	workerErr := background(t, a.as(context.Background(), broker.WorkerCreds, "worker", "--capacity", "2", "--isolation", "none",
+		"--insecure-no-isolation", "--scratch-root", t.TempDir(), "--session-root", t.TempDir(), "--host-id", "auth-sbx", "--drain-timeout", "5s"))
+	a.waitForWorker(t, workerErr)
+
+	out, stderr, code := runCmd(t, a.as(ctx, "alice.creds", "sandbox", "create", "--json"))
+	require.Zero(t, code, "create as alice: %s\nworker: %s", stderr, workerErr)
+	var created struct{ ID, Token string }
+	require.NoError(t, json.Unmarshal([]byte(out), &created), out)
+	out, stderr, code = runCmd(t, a.as(ctx, "alice.creds", "sandbox", "exec", created.ID, "--", "sh", "-c", "echo mine; exit 4"))
+	require.Equal(t, 4, code, stderr)
+	require.Equal(t, "mine\n", out, "exec output crosses to the tenant's inbox")
+	out, _, code = runCmd(t, a.as(ctx, "alice.creds", "sandbox", "ls"))
+	require.Zero(t, code)
+	require.Contains(t, out, created.ID)
+
+	asBob := func(args ...string) *exec.Cmd {
+		c := a.as(ctx, "bob.creds", args...)
+		c.Env = append(c.Env, "WARREN_DATA_DIR="+t.TempDir()) // bob's own token files
+		return c
+	}
+	out, stderr, code = runCmd(t, asBob("sandbox", "ls"))
+	require.Zero(t, code, stderr)
+	require.NotContains(t, out, created.ID)
+	_, stderr, code = runCmd(t, asBob("sandbox", "status", "--token", created.Token, created.ID))
+	require.NotZero(t, code)
+	require.Contains(t, stderr, "token_invalid")
+
+	_, stderr, code = runCmd(t, a.as(ctx, "alice.creds", "sandbox", "rm", created.ID))
+	require.Zero(t, code, stderr)
 }
