@@ -6,13 +6,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
-	"github.com/warrenhq/warren/broker"
 	"github.com/warrenhq/warren/broker/brokertest"
 	"github.com/warrenhq/warren/messages"
 	"github.com/warrenhq/warren/scheduler"
-	"github.com/warrenhq/warren/worker"
 )
 
 // BenchmarkSessionOps measures, through NATS on a warm host, the latency of
@@ -25,23 +22,9 @@ func BenchmarkSessionOps(b *testing.B) {
 	const n = 200
 	runner, mode := benchRunner(b)
 	br := brokertest.Start(b, brokertest.Options{})
-	nc, _ := br.Dial(b, "bench-host")
-	w, err := worker.New(nc, worker.Config{HostID: "bench", Capacity: 4, Runner: runner,
-		Consumer: broker.ConsumerConfig{AckWait: 3 * time.Second}, PullWait: 500 * time.Millisecond,
-		Logger: zerolog.New(zerolog.NewTestWriter(b)).Level(zerolog.WarnLevel)})
-	require.NoError(b, err)
-	ss, err := worker.NewSessions(w, worker.SessionsConfig{Factory: sessionFactory, Root: b.TempDir()})
-	require.NoError(b, err)
+	startSessionHost(b, br, "bench", sessionOpts{capacity: 4, runner: runner})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	require.NoError(b, w.Start(ctx))
-	require.NoError(b, ss.Start(ctx))
-	b.Cleanup(func() {
-		sctx, scancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer scancel()
-		_ = ss.Stop(sctx)
-		_ = w.Stop(sctx)
-	})
 	c := sessionClient(b, br)
 	cnc, cjs := br.Dial(b, "bench-tasks")
 	b.Logf("tasks: sandbox %s; sessions: %T-based stand-in (no sandbox)", mode, sessionFactory)

@@ -38,14 +38,18 @@ type sessionOpts struct {
 	started  chan<- string
 	pullWait time.Duration // default 500ms
 	metrics  prometheus.Registerer
+	runner   worker.Runner // default insecureRunner
 }
 
 func startSessionHost(t testing.TB, b *brokertest.Broker, name string, o sessionOpts) *sessionHost {
 	t.Helper()
 	nc, _ := b.Dial(t, name)
+	if o.runner == nil {
+		o.runner = insecureRunner(t)
+	}
 	logger := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
 	w, err := worker.New(nc, worker.Config{
-		HostID: name, Capacity: max(o.capacity, 1), Runner: insecureRunner(t),
+		HostID: name, Capacity: max(o.capacity, 1), Runner: o.runner,
 		Isolation: []messages.Isolation{messages.IsolationNone},
 		Consumer:  broker.ConsumerConfig{AckWait: 3 * time.Second}, PullWait: cmp.Or(o.pullWait, 500*time.Millisecond),
 		RegistryInterval: time.Second, Logger: logger, TaskStarted: o.started, Metrics: o.metrics,

@@ -80,15 +80,21 @@ func (c *sandboxRunCmd) Run(g *globals) error {
 	}
 	g.Log.Debug().Str("in_force", res.InForce).Str("resource_limits", res.ResourceLimits).
 		Dur("wall", res.Wall).Int64("peak_memory", res.PeakMemory).Msg("sandbox run ended")
+	return commandExit(g, res.TimedOut, res.Signal, res.ExitCode, c.Timeout)
+}
+
+// commandExit is the exit status of a warren command that ran one: a
+// timeout is exitTimedOut, a signal 128 + its number (as a shell reports
+// it), else the command's own status.
+func commandExit(g *globals, timedOut bool, signal string, code int, timeout time.Duration) error {
 	switch {
-	case res.TimedOut:
-		fmt.Fprintf(g.IO.Err, "warren sandbox: timed out after %s\n", c.Timeout)
+	case timedOut:
+		fmt.Fprintf(g.IO.Err, "warren sandbox: timed out after %s\n", timeout)
 		return &exitCodeError{Code: exitTimedOut}
-	case res.Signal != "":
-		// As a shell reports it: 128 + signal number.
-		return &exitCodeError{Code: 128 + int(unix.SignalNum(res.Signal))}
-	case res.ExitCode != 0:
-		return &exitCodeError{Code: res.ExitCode}
+	case signal != "":
+		return &exitCodeError{Code: 128 + int(unix.SignalNum(signal))}
+	case code != 0:
+		return &exitCodeError{Code: code}
 	}
 	return nil
 }

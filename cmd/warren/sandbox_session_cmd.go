@@ -13,7 +13,6 @@ import (
 
 	"github.com/warrenhq/warren/messages"
 	"github.com/warrenhq/warren/scheduler"
-	"golang.org/x/sys/unix"
 )
 
 // Sandbox sessions from the command line (docs/sandboxes.md). create keeps
@@ -175,16 +174,7 @@ func (c *sandboxExecCmd) Run(g *globals) error {
 		_, err := fmt.Fprintln(g.IO.Out, exit.PID)
 		return err
 	}
-	switch {
-	case exit.TimedOut:
-		fmt.Fprintf(g.IO.Err, "warren sandbox: timed out after %s\n", c.Timeout)
-		return &exitCodeError{Code: exitTimedOut}
-	case exit.Signal != "":
-		return &exitCodeError{Code: 128 + int(unix.SignalNum(exit.Signal))}
-	case exit.ExitCode != 0:
-		return &exitCodeError{Code: exit.ExitCode}
-	}
-	return nil
+	return commandExit(g, exit.TimedOut, exit.Signal, exit.ExitCode, c.Timeout)
 }
 
 type sandboxPsCmd struct {

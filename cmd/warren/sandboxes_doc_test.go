@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -25,14 +24,7 @@ func TestSandboxesWalkthroughRunsVerbatim(t *testing.T) {
 	doc := string(data)
 	e := newE2E(t)
 	e.startWorker(t, 1, "--drain-timeout", "5s")
-	env := append(withoutEnv(os.Environ(), "NATS_CONTEXT"), "PATH="+filepath.Dir(nats)+":"+os.Getenv("PATH"),
-		"NATS_URL="+e.b.URL, "HOME="+t.TempDir(), "XDG_CONFIG_HOME="+t.TempDir())
-	shell := func(ctx context.Context, script string) *exec.Cmd {
-		c := exec.CommandContext(ctx, "bash", "-euo", "pipefail", "-c", script)
-		c.Env = env
-		c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		return c
-	}
+	shell := walkthroughShell(t, nats, e)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 
