@@ -27,7 +27,7 @@ func BenchmarkSessionOps(b *testing.B) {
 	defer cancel()
 	c := sessionClient(b, br)
 	cnc, cjs := br.Dial(b, "bench-tasks")
-	b.Logf("tasks: sandbox %s; sessions: %T-based stand-in (no sandbox)", mode, sessionFactory)
+	b.Logf("tasks: sandbox %s; sessions: sessionFactory (the hostsession stand-in, no sandbox, unless swapped for the primitive)", mode)
 	for b.Loop() {
 		var create, execT, del, task []time.Duration
 		for i := range n {

@@ -86,8 +86,16 @@ type sandboxCreateCmd struct {
 	Disk    string            `help:"File size limit, e.g. 1G." placeholder:"SIZE"`
 	Network string            `help:"none or loopback." enum:"none,loopback" default:"none"`
 	Env     map[string]string `help:"Environment of every command (repeatable K=V); kept in the host's memory only." placeholder:"K=V"`
-	Wait    time.Duration     `help:"While no host has a free slot, keep trying this long (default: fail at once)."`
+	Wait    bool              `help:"While no host has a free slot, keep trying (up to --wait-for) instead of failing at once."`
+	WaitFor time.Duration     `name:"wait-for" help:"How long --wait keeps trying." default:"10m"`
 	JSON    bool              `name:"json" help:"Print {\"id\",\"token\",\"host\",\"expires\"} instead of the id."`
+}
+
+func (c *sandboxCreateCmd) wait() time.Duration {
+	if !c.Wait {
+		return 0
+	}
+	return c.WaitFor
 }
 
 func (c *sandboxCreateCmd) Run(g *globals) error {
@@ -109,7 +117,7 @@ func (c *sandboxCreateCmd) Run(g *globals) error {
 	}
 	defer s.Close()
 	sb, err := client.CreateSandbox(g.Ctx, scheduler.CreateOptions{Pool: c.Pool, Profile: c.Profile, Idle: c.Idle, TTL: c.TTL,
-		Memory: mem, Disk: disk, Network: messages.Network(c.Network), Env: c.Env, Wait: c.Wait})
+		Memory: mem, Disk: disk, Network: messages.Network(c.Network), Env: c.Env, Wait: c.wait()})
 	if err != nil {
 		return err
 	}

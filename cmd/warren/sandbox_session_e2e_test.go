@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/json"
@@ -109,10 +110,19 @@ func TestE2ESandboxSessionLifecycle(t *testing.T) {
 	_, stderr, code = e.run(t, "sandbox", "status", "--token", created.Token, other)
 	require.NotZero(t, code)
 	require.Contains(t, stderr, "token_invalid")
-	// Two slots, two sandboxes: a third create says no capacity at once.
+	// Two slots, two sandboxes: a third create says no capacity at once;
+	// with --wait it gets the slot a delete frees.
 	_, stderr, code = e.run(t, "sandbox", "create")
 	require.NotZero(t, code)
 	require.Contains(t, stderr, "no_capacity")
+	waiting := e.cmd(t.Context(), "sandbox", "create", "--wait", "--wait-for", "1m")
+	var wout, werr bytes.Buffer
+	waiting.Stdout, waiting.Stderr = &wout, &werr
+	require.NoError(t, waiting.Start())
+	_, stderr, code = e.run(t, "sandbox", "rm", other)
+	require.Zero(t, code, stderr)
+	require.NoError(t, waiting.Wait(), werr.String())
+	other = strings.TrimSpace(wout.String())
 
 	for _, s := range []string{id, other} {
 		_, stderr, code = e.run(t, "sandbox", "rm", s)
