@@ -17,6 +17,7 @@ import (
 //	warren.events.<tenant>.<name>.<id>             token 3
 //	$KV.warren_batches.<tenant>.<name>             token 3
 //	$KV.warren_cancel.<tenant>.<name>.<attempt>... token 3
+//	warren.sbx.<pool>.<host>.<tenant>.<op>         token 5
 //
 // The fleet account exports each of these with account_token_position at
 // the tenant token: a tenant account can only import its own.
@@ -62,8 +63,13 @@ var tenantExports = []tenantExport{
 	{subject: jsAPI + ".CONSUMER.DELETE.KV_" + messages.BucketHosts + ".*", noToken: true},
 	{subject: jsAPI + ".DIRECT.GET.KV_" + messages.BucketHosts + ".>", noToken: true},
 	{subject: "$JS.FC.KV_" + messages.BucketHosts + ".>", local: true, noToken: true},
-	// Its inbox, for what the fleet delivers to it (the watcher above).
+	// Its inbox, for what the fleet delivers to it (the watcher above,
+	// sandbox exec output).
 	{subject: TenantInboxRoot + ".%s.>", local: true, stream: true},
+	// Its sandbox sessions: requests to a host's session subjects under
+	// its own tenant token (the host checks each session's token against
+	// that tenant too).
+	{subject: messages.SubjectSandboxPrefix + ".*.*.%s.*", local: true},
 }
 
 // TenantInboxRoot is the root of a tenant's inbox prefix, TenantInboxRoot +
@@ -152,6 +158,9 @@ func workerPermissions(pool string) (pub, sub []string) {
 	sub = []string{
 		"_INBOX.>",
 		"$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES." + messages.StreamTasks + ".*",
+		// Its pool's sandbox session requests (answered through
+		// allow_responses).
+		messages.SubjectSandboxPrefix + "." + pool + ".>",
 	}
 	return pub, sub
 }
@@ -180,7 +189,7 @@ func ServerConfig(st AuthState) string {
 			fmt.Fprintf(&b, "      { nkey: %s } # admin %q\n", strconv.Quote(p.PublicKey), p.Name)
 		case RoleWorker:
 			pub, sub := workerPermissions(p.Pool)
-			fmt.Fprintf(&b, "      { nkey: %s, permissions: { publish: { allow: %s }, subscribe: { allow: %s } } } # worker %q, pool %q\n",
+			fmt.Fprintf(&b, "      { nkey: %s, permissions: { publish: { allow: %s }, subscribe: { allow: %s }, allow_responses: true } } # worker %q, pool %q\n",
 				strconv.Quote(p.PublicKey), confList(pub), confList(sub), p.Name, p.Pool)
 		}
 	}

@@ -39,6 +39,15 @@
 // and refuses a box moved to another task. A task on the wire with
 // cleartext secrets is refused by [DecodeTask] ([CodeCleartextSecrets]).
 //
+// # Sandbox sessions
+//
+// [SandboxRequest] / [SandboxReply] on SandboxSubject(pool, host, tenant,
+// op), with [SandboxEvent] output on an exec's reply (docs/sandboxes.md).
+// [DecodeSandboxRequest] validates for the op with full field paths
+// (exec.argv[0], create.env.HOME, file.length); the session codes
+// (no_capacity, sandbox_gone, token_invalid, token_expired, draining,
+// not_found, file_refused) survive a reply's JSON round trip for errors.Is.
+//
 // # Limits
 //
 // Identifiers (task id, batch, pool, profile) become NATS subject tokens, so

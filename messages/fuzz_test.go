@@ -75,3 +75,58 @@ func FuzzDecodeResult(f *testing.F) {
 		_, _ = messages.DecodeEvent(data)
 	})
 }
+
+// FuzzDecodeSandboxRequest: any body either decodes to a request that
+// validates for its op and round-trips, or is refused with a coded
+// *messages.Error; it never panics.
+func FuzzDecodeSandboxRequest(f *testing.F) {
+	f.Add("exec", []byte(`{"v":1,"id":"h1.0123456789abcdef","token":"t","exec":{"argv":["true"],"reply":"_INBOX.x","stdin":"AAE="}}`))
+	f.Add("create", []byte(`{"v":1,"create":{"idle_ms":5,"env":{"A":"b"},"network":"loopback"}}`))
+	f.Add("write", []byte(`{"v":1,"id":"h1.0123456789abcdef","token":"t","file":{"path":"a/b","data":"AAE=","ranged":true}}`))
+	f.Add("kill", []byte(`{"v":1,"id":"h1.0123456789abcdef","token":"t","kill":{"pid":4}}`))
+	f.Add("list", []byte("\xff"))
+	f.Fuzz(func(t *testing.T, op string, data []byte) {
+		r, err := messages.DecodeSandboxRequest(messages.SandboxOp(op), data)
+		if err != nil {
+			var me *messages.Error
+			if !errors.As(err, &me) || me.Code == "" || me.Msg == "" {
+				t.Fatalf("refusal without a code and message: %v", err)
+			}
+			return
+		}
+		b, err := json.Marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := messages.DecodeSandboxRequest(messages.SandboxOp(op), b); err != nil {
+			t.Fatalf("re-encoded request refused: %v", err)
+		}
+	})
+}
+
+// FuzzDecodeSandboxReply: a reply decodes or is refused with a code; an
+// error reply comes back as an error.
+func FuzzDecodeSandboxReply(f *testing.F) {
+	f.Add([]byte(`{"v":1,"error":{"code":"no_capacity","message":"x"}}`))
+	f.Add([]byte(`{"v":1,"exit":{"pid":3,"exit_code":0,"events":2}}`))
+	f.Add([]byte(`{"v":1,"error":{}}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		r, err := messages.DecodeSandboxReply(data)
+		if err != nil {
+			var me *messages.Error
+			if !errors.As(err, &me) || me.Code == "" {
+				t.Fatalf("refusal without a code: %v", err)
+			}
+			return
+		}
+		if r.Error != nil || r.V != messages.Version {
+			t.Fatalf("decoded reply %+v", r)
+		}
+		if _, err := messages.DecodeSandboxEvent(data); err != nil {
+			var me *messages.Error
+			if !errors.As(err, &me) {
+				t.Fatal(err)
+			}
+		}
+	})
+}

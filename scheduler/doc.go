@@ -73,4 +73,18 @@
 // result is the record. A cancel key lives for the
 // cancel bucket's TTL and applies to every attempt of its batch, replays
 // included.
+//
+// # Sandbox sessions
+//
+// CreateSandbox places a session on a host of the pool with a free slot
+// (registry order, most free first; each host refuses no_capacity
+// atomically, the next is tried; none: messages.ErrNoCapacity at once, or
+// retried for CreateOptions.Wait). A *Sandbox is the id, host, pool and
+// token; its methods are one request each (CopyTo/CopyFrom/List page in
+// chunks). Exec streams output events to the writers in sequence order,
+// waits after the exit for the count the reply names, and reports a gap as
+// ErrOutputLost; a running exec asks its host every 2 s whether it still
+// answers. A host with no responder, or gone from the registry when a
+// request times out, is messages.ErrSandboxGone. Nothing here imports the
+// worker: the wire is package messages.
 package scheduler

@@ -161,4 +161,27 @@
 // The worker mirrors the cancel bucket. A cancelled task that is running is
 // killed (its result says cancelled); one still queued gets a cancelled
 // result when it is pulled, without running.
+//
+// # Sandbox sessions
+//
+// [Sessions] (NewSessions, Start, Stop) serves a host's long-lived
+// sandboxes on messages.SandboxHostFilter (docs/sandboxes.md): each
+// session holds one of the worker's slots from create to its end, taken
+// from the same token channel the pull loops use (session_slots.go), so a
+// host whose slots all hold sessions pulls no task and its registry entry
+// shows them as busy. A pull waiting for a task holds a slot; a create that
+// finds none free preempts the waiting pulls and takes the slot one hands
+// back within slotReclaimWait, else it refuses no_capacity. Every request
+// but create and sessions carries the session's token, a stateless HMAC
+// over (id, tenant, expiry) with the host's key (session_token.go); the
+// tenant is the subject's. The session itself is behind [SessionFactory] /
+// [SessionSandbox] (the sandbox/session primitive, or package hostsession
+// for workers without isolation). Failure handling: a session whose
+// sandbox died, whose TTL passed or that idled (no foreground exec, no
+// request but status, for its idle time; background commands do not count) is ended by the reaper every Sweep; Stop
+// refuses creates (draining), waits for the sessions until its ctx ends,
+// then ends them; a request for an ended session gets sandbox_gone with the
+// reason (the last 1024 are remembered). Limits: MaxRequests handled at
+// once (an exec holds one while it runs), 1 MiB of data per request, exec
+// output events best effort (numbered; the reply says how many).
 package worker

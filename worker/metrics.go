@@ -62,6 +62,7 @@ func newMetrics(reg prometheus.Registerer, w *Worker) (*metrics, error) {
 	collectors := []prometheus.Collector{
 		gauge("slots", "Sandbox slots of this host (its capacity).", func() float64 { return float64(w.cfg.Capacity) }),
 		gauge("slots_busy", "Slots running a task right now.", func() float64 { return float64(w.running.Load()) }),
+		gauge("sessions_open", "Sandbox sessions open on this host, each holding a slot.", func() float64 { return float64(w.sessions.Load()) }),
 		m.started, m.finished, m.duration, m.queueWait, m.setupFailures, m.verdicts, m.redeliveries, m.deadLetters, m.pullErrors,
 	}
 	for _, c := range collectors {

@@ -49,7 +49,7 @@ func (w *Worker) nudgeRegistry() {
 func (w *Worker) register() {
 	info := messages.HostInfo{
 		ID: w.cfg.HostID, Pool: w.cfg.Pool, Capacity: w.cfg.Capacity,
-		Free:      w.cfg.Capacity - int(w.running.Load()),
+		Free:      w.cfg.Capacity - int(w.running.Load()) - int(w.sessions.Load()),
 		Isolation: w.cfg.Isolation, Profiles: w.cfg.profiles(), Version: w.cfg.Version,
 		Draining:  w.draining.Load(),
 		StartedAt: w.startedAt, UpdatedAt: time.Now().UTC(),
@@ -87,13 +87,4 @@ func hostKey(pool, id string) string {
 	return pool + "." + hostToken(id)
 }
 
-func hostToken(id string) string {
-	b := []byte(id)
-	for i, c := range b {
-		ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_'
-		if !ok {
-			b[i] = '_'
-		}
-	}
-	return string(b)
-}
+func hostToken(id string) string { return messages.HostToken(id) }

@@ -23,6 +23,11 @@ type Worker struct {
 	log zerolog.Logger
 
 	slots chan struct{} // a token per free slot
+	// fetches are the pulls waiting for a task (holding a slot), which a
+	// session's reservation may preempt; sessions counts slots held by
+	// sessions (session_slots.go).
+	fetches  fetchSet
+	sessions atomic.Int64
 
 	// pullCtx stops fetching (drain); workCtx cancels running tasks.
 	pullCtx    context.Context
@@ -192,7 +197,9 @@ func (w *Worker) pullLoop(c jetstream.Consumer, profile string, contested bool) 
 				wait = w.parkWait()
 			}
 			var fctx context.Context
-			fctx, cancelFetch = context.WithTimeout(w.pullCtx, wait)
+			var cancel context.CancelFunc
+			fctx, cancel = context.WithTimeout(w.pullCtx, wait)
+			cancelFetch = w.fetches.preemptible(cancel)
 			batch, err = c.Fetch(1, jetstream.FetchContext(fctx))
 		}
 		if err != nil {
@@ -242,7 +249,7 @@ func (w *Worker) pullLoop(c jetstream.Consumer, profile string, contested bool) 
 			return
 		}
 		if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) && !errors.Is(err, jetstream.ErrNoMessages) &&
-			!errors.Is(err, context.DeadlineExceeded) {
+			!errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
 			if w.pullCtx.Err() != nil {
 				return
 			}

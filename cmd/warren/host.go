@@ -185,8 +185,20 @@ func (h *host) start(ctx context.Context) error {
 			return fmt.Errorf("start verifier: %w", err)
 		}
 	}
-	h.push(w.Stop)
-	return w.Start(ctx)
+	// Sandbox sessions (worker_sessions.go) share the worker's slots and
+	// its drain deadline; nil when this host serves none.
+	sessions, err := h.sessions(w)
+	if err != nil {
+		return err
+	}
+	h.push(func(ctx context.Context) error { return stopAll(ctx, w, sessions) })
+	if err := w.Start(ctx); err != nil {
+		return err
+	}
+	if sessions != nil {
+		return sessions.Start(ctx)
+	}
+	return nil
 }
 
 // verifier offers the verify profiles whose checker is installed here, with

@@ -97,7 +97,7 @@ type cli struct {
 
 	Keys keysCmd `cmd:"" help:"Create or show a pool's key for sealed task secrets."`
 
-	Sandbox sandboxCmd `cmd:"" help:"Run one command in a sandbox, like bwrap."`
+	Sandbox sandboxCmd `cmd:"" help:"Run one command in a sandbox, like bwrap; or create, use and end long-lived sandboxes on the fleet."`
 	Doctor  doctorCmd  `cmd:"" help:"Launch a probe sandbox and report what isolation this host supports, and how to fix what is missing."`
 
 	Auth authCmd `cmd:"" help:"Keys, credentials and the broker's auth configuration: init, add-submitter, ls, revoke."`

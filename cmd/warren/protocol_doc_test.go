@@ -63,14 +63,7 @@ func TestProtocolWalkthroughRunsVerbatim(t *testing.T) {
 	doc := protocolDoc(t)
 	e := newE2E(t)
 	e.startWorker(t, 1)
-	env := append(withoutEnv(os.Environ(), "NATS_CONTEXT"), "PATH="+filepath.Dir(nats)+":"+os.Getenv("PATH"),
-		"NATS_URL="+e.b.URL, "HOME="+t.TempDir(), "XDG_CONFIG_HOME="+t.TempDir())
-	shell := func(ctx context.Context, script string) *exec.Cmd {
-		c := exec.CommandContext(ctx, "bash", "-euo", "pipefail", "-c", script)
-		c.Env = env
-		c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		return c
-	}
+	shell := walkthroughShell(t, nats, e)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 
@@ -114,6 +107,19 @@ func TestProtocolWalkthroughRunsVerbatim(t *testing.T) {
 	require.Equal(t, messages.EventStarted, types[0])
 	require.Contains(t, types, messages.EventStdout)
 	require.Equal(t, messages.EventExit, types[len(types)-1])
+}
+
+// walkthroughShell runs a doc's script with bash and the nats CLI against
+// e's broker, in a process group of its own, with a clean nats config.
+func walkthroughShell(t *testing.T, nats string, e *e2e) func(ctx context.Context, script string) *exec.Cmd {
+	env := append(withoutEnv(os.Environ(), "NATS_CONTEXT"), "PATH="+filepath.Dir(nats)+":"+os.Getenv("PATH"),
+		"NATS_URL="+e.b.URL, "HOME="+t.TempDir(), "XDG_CONFIG_HOME="+t.TempDir())
+	return func(ctx context.Context, script string) *exec.Cmd {
+		c := exec.CommandContext(ctx, "bash", "-euo", "pipefail", "-c", script)
+		c.Env = env
+		c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		return c
+	}
 }
 
 // jsonKeys is the set of keys of a JSON object, nested objects as a.b.

@@ -14,6 +14,18 @@ import (
 // sandboxCmd groups the by-hand sandbox commands.
 type sandboxCmd struct {
 	Run sandboxRunCmd `cmd:"" help:"Run one command in a sandbox, like bwrap: stdio passed through, exits with the command's status (125 when the sandbox could not be set up)."`
+
+	// Sessions: a sandbox that lives on a fleet host (sandbox_session_cmd.go).
+	Create sandboxCreateCmd `cmd:"" help:"Create a long-lived sandbox on a host with a free slot; prints its id (the token is kept in --data-dir)."`
+	Exec   sandboxExecCmd   `cmd:"" help:"Run a command in a sandbox, streaming its output; exits with its status."`
+	Ps     sandboxPsCmd     `cmd:"" help:"List the commands running in a sandbox."`
+	Kill   sandboxKillCmd   `cmd:"" help:"Signal a command of a sandbox."`
+	Cp     sandboxCpCmd     `cmd:"" help:"Copy a file into (cp LOCAL ID:PATH) or out of (cp ID:PATH LOCAL) a sandbox."`
+	Ls     sandboxLsCmd     `cmd:"" help:"List your sandboxes, or (ls ID[:PATH]) a sandbox's files."`
+	Stat   sandboxStatCmd   `cmd:"" help:"Describe a file of a sandbox (ID:PATH); symlinks are not followed."`
+	Mkdir  sandboxMkdirCmd  `cmd:"" help:"Create a directory (and its parents) in a sandbox (ID:PATH)."`
+	Rm     sandboxRmCmd     `cmd:"" help:"End a sandbox (rm ID), or remove a file of it (rm ID:PATH)."`
+	Status sandboxStatusCmd `cmd:"" help:"Print a sandbox's state as JSON."`
 }
 
 // exitSetupFailed is the exit status when the sandbox could not be set up
@@ -72,15 +84,21 @@ func (c *sandboxRunCmd) Run(g *globals) error {
 	}
 	g.Log.Debug().Str("in_force", res.InForce).Str("resource_limits", res.ResourceLimits).
 		Dur("wall", res.Wall).Int64("peak_memory", res.PeakMemory).Msg("sandbox run ended")
+	return commandExit(g, res.TimedOut, res.Signal, res.ExitCode, c.Timeout)
+}
+
+// commandExit is the exit status of a warren command that ran one: a
+// timeout is exitTimedOut, a signal 128 + its number (as a shell reports
+// it), else the command's own status.
+func commandExit(g *globals, timedOut bool, signal string, code int, timeout time.Duration) error {
 	switch {
-	case res.TimedOut:
-		fmt.Fprintf(g.IO.Err, "warren sandbox: timed out after %s\n", c.Timeout)
+	case timedOut:
+		fmt.Fprintf(g.IO.Err, "warren sandbox: timed out after %s\n", timeout)
 		return &exitCodeError{Code: exitTimedOut}
-	case res.Signal != "":
-		// As a shell reports it: 128 + signal number.
-		return &exitCodeError{Code: 128 + int(unix.SignalNum(res.Signal))}
-	case res.ExitCode != 0:
-		return &exitCodeError{Code: res.ExitCode}
+	case signal != "":
+		return &exitCodeError{Code: 128 + int(unix.SignalNum(signal))}
+	case code != 0:
+		return &exitCodeError{Code: code}
 	}
 	return nil
 }

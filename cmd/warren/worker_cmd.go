@@ -24,6 +24,7 @@ type workerFlags struct {
 	NoVerdictCache      bool          `name:"no-verdict-cache" help:"Check every proof, never answering one from the shared verdict cache (bucket warren_verdicts)."`
 	DrainTimeout        time.Duration `name:"drain-timeout" help:"On the first SIGTERM/SIGINT, how long running tasks may finish before they are cancelled and handed back to the queue." default:"5m"`
 	sandboxHostFlags
+	sessionFlags
 
 	pullWait time.Duration // shorter for a client's short-lived in-process worker
 	sealKey  nkeys.KeyPair // used when SealKey (a file) is not given

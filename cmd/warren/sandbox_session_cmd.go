@@ -1,0 +1,246 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/warrenhq/warren/messages"
+	"github.com/warrenhq/warren/scheduler"
+)
+
+// Sandbox sessions from the command line (docs/sandboxes.md). create keeps
+// each session's token in a 0600 file under --data-dir/sandboxes; the other
+// commands take it from --token, WARREN_SANDBOX_TOKEN or that file.
+
+type sandboxTokenFlag struct {
+	Token string `name:"token" env:"WARREN_SANDBOX_TOKEN" help:"The sandbox's token (default: the one create kept in --data-dir)."`
+}
+
+// sandboxRecord is what create keeps per sandbox.
+type sandboxRecord struct {
+	ID      string    `json:"id"`
+	Token   string    `json:"token"`
+	Host    string    `json:"host"`
+	Pool    string    `json:"pool"`
+	Expires time.Time `json:"expires"`
+}
+
+func sandboxDir(g *globals) string { return filepath.Join(g.DataDir, "sandboxes") }
+
+func sandboxFile(g *globals, id string) string { return filepath.Join(sandboxDir(g), id+".json") }
+
+func saveSandbox(g *globals, r sandboxRecord) error {
+	if err := os.MkdirAll(sandboxDir(g), 0o700); err != nil {
+		return err
+	}
+	b, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	tmp := sandboxFile(g, r.ID) + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, sandboxFile(g, r.ID))
+}
+
+// openSandbox is a handle on id with its token from the flag, the
+// environment or the kept file.
+func (f sandboxTokenFlag) open(g *globals, c *scheduler.Client, id string) (*scheduler.Sandbox, error) {
+	if _, _, err := messages.ParseSandboxID(id); err != nil {
+		return nil, err
+	}
+	var rec sandboxRecord
+	if b, err := os.ReadFile(sandboxFile(g, id)); err == nil {
+		if err := json.Unmarshal(b, &rec); err != nil {
+			return nil, fmt.Errorf("%s: %w", sandboxFile(g, id), err)
+		}
+	}
+	token := f.Token
+	if token == "" {
+		token = rec.Token
+	}
+	if token == "" {
+		return nil, fmt.Errorf("no token for sandbox %s: pass --token or WARREN_SANDBOX_TOKEN (create prints it with --json)", id)
+	}
+	return c.OpenSandbox(g.Ctx, id, token, rec.Pool)
+}
+
+func (g *globals) sandboxClient() (*session, *scheduler.Client, error) {
+	return g.client("warren-sandbox", false)
+}
+
+type sandboxCreateCmd struct {
+	Profile string            `help:"Exec profile whose settings apply." default:"default"`
+	Pool    string            `help:"Worker pool to place it in." default:"default"`
+	Idle    time.Duration     `help:"End it after this long with nothing running (default: the host's, 10m)."`
+	TTL     time.Duration     `name:"ttl" help:"End it this long after create, whatever runs (default: the host's, 1h); also its token's expiry."`
+	Memory  string            `help:"Memory limit, e.g. 512M." placeholder:"SIZE"`
+	Disk    string            `help:"File size limit, e.g. 1G." placeholder:"SIZE"`
+	Network string            `help:"none or loopback." enum:"none,loopback" default:"none"`
+	Env     map[string]string `help:"Environment of every command (repeatable K=V); kept in the host's memory only." placeholder:"K=V"`
+	Wait    bool              `help:"While no host has a free slot, keep trying (up to --wait-for) instead of failing at once."`
+	WaitFor time.Duration     `name:"wait-for" help:"How long --wait keeps trying." default:"10m"`
+	JSON    bool              `name:"json" help:"Print {\"id\",\"token\",\"host\",\"expires\"} instead of the id."`
+}
+
+func (c *sandboxCreateCmd) wait() time.Duration {
+	if !c.Wait {
+		return 0
+	}
+	return c.WaitFor
+}
+
+func (c *sandboxCreateCmd) Run(g *globals) error {
+	var mem, disk int64
+	var err error
+	if c.Memory != "" {
+		if mem, err = parseSize(c.Memory); err != nil {
+			return fmt.Errorf("--memory: %w", err)
+		}
+	}
+	if c.Disk != "" {
+		if disk, err = parseSize(c.Disk); err != nil {
+			return fmt.Errorf("--disk: %w", err)
+		}
+	}
+	s, client, err := g.sandboxClient()
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	sb, err := client.CreateSandbox(g.Ctx, scheduler.CreateOptions{Pool: c.Pool, Profile: c.Profile, Idle: c.Idle, TTL: c.TTL,
+		Memory: mem, Disk: disk, Network: messages.Network(c.Network), Env: c.Env, Wait: c.wait()})
+	if err != nil {
+		return err
+	}
+	rec := sandboxRecord{ID: sb.ID, Token: sb.Token, Host: sb.Host, Pool: sb.Pool, Expires: sb.Expires}
+	if err := saveSandbox(g, rec); err != nil {
+		return fmt.Errorf("sandbox %s created, but its token could not be kept (%w); it is: %s", sb.ID, err, sb.Token)
+	}
+	if c.JSON {
+		return json.NewEncoder(g.IO.Out).Encode(map[string]any{"id": rec.ID, "token": rec.Token, "host": rec.Host, "expires": rec.Expires})
+	}
+	_, err = fmt.Fprintln(g.IO.Out, sb.ID)
+	return err
+}
+
+type sandboxExecCmd struct {
+	sandboxTokenFlag
+	Background bool              `help:"Return once it started (prints its pid); output is discarded."`
+	Timeout    time.Duration     `help:"Kill it after this long (default: none)."`
+	Cwd        string            `help:"Working directory, relative to the sandbox's home."`
+	Env        map[string]string `help:"Environment (repeatable K=V)." placeholder:"K=V"`
+	Stdin      bool              `help:"Pass this command's stdin (at most 1 MiB) to it."`
+	ID         string            `arg:"" help:"Sandbox id."`
+	Cmd        []string          `arg:"" passthrough:"partial" help:"Command and arguments; put -- before them."`
+}
+
+func (c *sandboxExecCmd) Run(g *globals) error {
+	argv := c.Cmd
+	if len(argv) > 0 && argv[0] == "--" {
+		argv = argv[1:]
+	}
+	if len(argv) == 0 {
+		return errors.New("sandbox exec: no command given (warren sandbox exec ID -- CMD ARGS...)")
+	}
+	var stdin []byte
+	if c.Stdin {
+		b, err := io.ReadAll(io.LimitReader(g.IO.In, messages.MaxSandboxChunk+1))
+		if err != nil {
+			return err
+		}
+		if len(b) > messages.MaxSandboxChunk {
+			return fmt.Errorf("--stdin: more than %d bytes; copy the input in with warren sandbox cp", messages.MaxSandboxChunk)
+		}
+		stdin = b
+	}
+	s, client, err := g.sandboxClient()
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	sb, err := c.open(g, client, c.ID)
+	if err != nil {
+		return err
+	}
+	exit, err := sb.Exec(g.Ctx, scheduler.ExecOptions{Argv: argv, Env: c.Env, Cwd: c.Cwd, Stdin: stdin, Background: c.Background, Timeout: c.Timeout}, g.IO.Out, g.IO.Err)
+	if exit == nil {
+		return err
+	}
+	if err != nil {
+		fmt.Fprintf(g.IO.Err, "warren sandbox: %v\n", err)
+	}
+	if c.Background {
+		_, err := fmt.Fprintln(g.IO.Out, exit.PID)
+		return err
+	}
+	return commandExit(g, exit.TimedOut, exit.Signal, exit.ExitCode, c.Timeout)
+}
+
+type sandboxPsCmd struct {
+	sandboxTokenFlag
+	ID string `arg:"" help:"Sandbox id."`
+}
+
+func (c *sandboxPsCmd) Run(g *globals) error {
+	return withSandbox(g, c.sandboxTokenFlag, c.ID, func(sb *scheduler.Sandbox) error {
+		ps, err := sb.Ps(g.Ctx)
+		if err != nil {
+			return err
+		}
+		tw := tabwriter.NewWriter(g.IO.Out, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "PID\tSTARTED\tBACKGROUND\tCOMMAND")
+		for _, p := range ps {
+			fmt.Fprintf(tw, "%d\t%s\t%t\t%s\n", p.PID, p.Started.Format(time.RFC3339), p.Background, strings.Join(p.Argv, " "))
+		}
+		return tw.Flush()
+	})
+}
+
+type sandboxKillCmd struct {
+	sandboxTokenFlag
+	Signal string `help:"Signal to send." default:"SIGTERM" enum:"SIGTERM,SIGKILL,SIGINT,SIGHUP,SIGQUIT,SIGUSR1,SIGUSR2"`
+	ID     string `arg:"" help:"Sandbox id."`
+	PID    int    `arg:"" name:"pid" help:"Process id (see ps)."`
+}
+
+func (c *sandboxKillCmd) Run(g *globals) error {
+	return withSandbox(g, c.sandboxTokenFlag, c.ID, func(sb *scheduler.Sandbox) error { return sb.Kill(g.Ctx, c.PID, c.Signal) })
+}
+
+type sandboxStatusCmd struct {
+	sandboxTokenFlag
+	ID string `arg:"" help:"Sandbox id."`
+}
+
+func (c *sandboxStatusCmd) Run(g *globals) error {
+	return withSandbox(g, c.sandboxTokenFlag, c.ID, func(sb *scheduler.Sandbox) error {
+		info, err := sb.Status(g.Ctx)
+		if err != nil {
+			return err
+		}
+		return json.NewEncoder(g.IO.Out).Encode(info)
+	})
+}
+
+// withSandbox connects, opens id and runs fn on it.
+func withSandbox(g *globals, tf sandboxTokenFlag, id string, fn func(*scheduler.Sandbox) error) error {
+	s, client, err := g.sandboxClient()
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	sb, err := tf.open(g, client, id)
+	if err != nil {
+		return err
+	}
+	return fn(sb)
+}

@@ -1,0 +1,206 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/warrenhq/warren/broker"
+)
+
+// The whole session lifecycle through the CLI, against `warren worker`
+// processes (without isolation: they serve host-process sessions; the
+// session primitive's own tests prove isolation).
+func TestE2ESandboxSessionLifecycle(t *testing.T) {
+	e := newE2E(t)
+	e.startWorker(t, 2, "--drain-timeout", "5s")
+
+	out, stderr, code := e.run(t, "sandbox", "create", "--json", "--env", "GREETING=hi", "--idle", "5m")
+	require.Zero(t, code, stderr)
+	var created struct{ ID, Token, Host string }
+	require.NoError(t, json.Unmarshal([]byte(out), &created), out)
+	require.NotEmpty(t, created.Token)
+	id := created.ID
+	require.True(t, strings.HasPrefix(id, created.Host+"."), id)
+	// The token is kept, readable by its owner only.
+	st, err := os.Stat(filepath.Join(e.dataDir, "sandboxes", id+".json"))
+	require.NoError(t, err)
+	require.Equal(t, os.FileMode(0o600), st.Mode().Perm())
+
+	// exec streams and exits with the command's status; create's env holds.
+	out, stderr, code = e.run(t, "sandbox", "exec", id, "--", "sh", "-c", `echo "$GREETING"; echo err >&2; echo kept > state; exit 7`)
+	require.Equal(t, 7, code, stderr)
+	require.Equal(t, "hi\n", out)
+	require.Contains(t, stderr, "err\n")
+	out, _, code = e.run(t, "sandbox", "exec", id, "--", "cat", "state")
+	require.Zero(t, code)
+	require.Equal(t, "kept\n", out)
+	c := e.cmd(t.Context(), "sandbox", "exec", "--stdin", id, "--", "wc", "-c")
+	c.Stdin = strings.NewReader("12345")
+	out, _, code = runCmd(t, c)
+	require.Zero(t, code)
+	require.Equal(t, "5", strings.TrimSpace(out))
+
+	// cp both ways, binary-safe.
+	dir := t.TempDir()
+	blob := make([]byte, 3<<20+17)
+	_, _ = rand.Read(blob)
+	local := filepath.Join(dir, "blob")
+	require.NoError(t, os.WriteFile(local, blob, 0o600))
+	_, stderr, code = e.run(t, "sandbox", "cp", "--parents", local, id+":in/blob")
+	require.Zero(t, code, stderr)
+	back := filepath.Join(dir, "back")
+	_, stderr, code = e.run(t, "sandbox", "cp", id+":in/blob", back)
+	require.Zero(t, code, stderr)
+	got, err := os.ReadFile(back)
+	require.NoError(t, err)
+	require.Equal(t, blob, got)
+
+	out, _, code = e.run(t, "sandbox", "ls", id+":in")
+	require.Zero(t, code)
+	require.Contains(t, out, "blob")
+	out, _, code = e.run(t, "sandbox", "stat", id+":in/blob")
+	require.Zero(t, code)
+	require.Contains(t, out, `"size":3145745`)
+	_, _, code = e.run(t, "sandbox", "mkdir", id+":a/b")
+	require.Zero(t, code)
+	_, _, code = e.run(t, "sandbox", "rm", "-r", id+":a")
+	require.Zero(t, code)
+	_, stderr, code = e.run(t, "sandbox", "stat", id+":a")
+	require.NotZero(t, code)
+	require.Contains(t, stderr, "not_found")
+
+	// Background processes: ps lists, kill ends.
+	out, stderr, code = e.run(t, "sandbox", "exec", "--background", id, "--", "sleep", "60")
+	require.Zero(t, code, stderr)
+	pid := strings.TrimSpace(out)
+	out, _, code = e.run(t, "sandbox", "ps", id)
+	require.Zero(t, code)
+	require.Contains(t, out, pid)
+	require.Contains(t, out, "sleep 60")
+	_, stderr, code = e.run(t, "sandbox", "kill", "--signal", "SIGKILL", id, pid)
+	require.Zero(t, code, stderr)
+	require.Eventually(t, func() bool {
+		out, _, _ := e.run(t, "sandbox", "ps", id)
+		return !strings.Contains(out, "sleep 60")
+	}, 30*time.Second, 50*time.Millisecond)
+
+	out, _, code = e.run(t, "sandbox", "ls")
+	require.Zero(t, code)
+	require.Contains(t, out, id)
+	out, _, code = e.run(t, "sandbox", "status", id)
+	require.Zero(t, code)
+	require.Contains(t, out, `"state":"running"`)
+
+	// --token overrides the kept one: another sandbox's token is refused.
+	out2, _, code := e.run(t, "sandbox", "create")
+	require.Zero(t, code)
+	other := strings.TrimSpace(out2)
+	_, stderr, code = e.run(t, "sandbox", "status", "--token", created.Token, other)
+	require.NotZero(t, code)
+	require.Contains(t, stderr, "token_invalid")
+	// Two slots, two sandboxes: a third create says no capacity at once;
+	// with --wait it gets the slot a delete frees.
+	_, stderr, code = e.run(t, "sandbox", "create")
+	require.NotZero(t, code)
+	require.Contains(t, stderr, "no_capacity")
+	waiting := e.cmd(t.Context(), "sandbox", "create", "--wait", "--wait-for", "1m")
+	var wout, werr bytes.Buffer
+	waiting.Stdout, waiting.Stderr = &wout, &werr
+	require.NoError(t, waiting.Start())
+	_, stderr, code = e.run(t, "sandbox", "rm", other)
+	require.Zero(t, code, stderr)
+	require.NoError(t, waiting.Wait(), werr.String())
+	other = strings.TrimSpace(wout.String())
+
+	for _, s := range []string{id, other} {
+		_, stderr, code = e.run(t, "sandbox", "rm", s)
+		require.Zero(t, code, stderr)
+	}
+	_, stderr, code = e.run(t, "sandbox", "status", "--token", created.Token, id)
+	require.NotZero(t, code)
+	require.Contains(t, stderr, "sandbox_gone")
+}
+
+// A worker killed with SIGKILL takes its sandboxes with it: the client
+// says sandbox gone, and the sandbox's processes are gone from the host.
+func TestE2ESandboxWorkerKilled(t *testing.T) {
+	e := newE2E(t)
+	host := fmt.Sprintf("e2e-kill-%d", time.Now().UnixNano())
+	c := e.cmd(context.Background(), "worker", "--capacity", "1", "--isolation", "none", "--insecure-no-isolation",
+		"--scratch-root", t.TempDir(), "--session-root", t.TempDir(), "--host-id", host)
+	var errb syncBuf
+	c.Stderr = &errb
+	require.NoError(t, c.Start())
+	t.Cleanup(func() { _ = c.Process.Kill(); _ = c.Wait() })
+	require.Eventually(t, func() bool {
+		out, _, code := e.run(t, "hosts", "--json")
+		return code == 0 && strings.Contains(out, host)
+	}, 30*time.Second, 50*time.Millisecond, "worker did not register: %s", errb.String())
+
+	out, stderr, code := e.run(t, "sandbox", "create")
+	require.Zero(t, code, stderr)
+	id := strings.TrimSpace(out)
+	marker := fmt.Sprintf("%d", time.Now().UnixNano()%100000+100000)
+	out, stderr, code = e.run(t, "sandbox", "exec", "--background", id, "--", "sleep", marker)
+	require.Zero(t, code, stderr)
+	pid, err := strconv.Atoi(strings.TrimSpace(out))
+	require.NoError(t, err)
+	require.NoError(t, syscall.Kill(pid, 0), "the background command runs")
+
+	require.NoError(t, c.Process.Kill())
+	_ = c.Wait()
+	_, stderr, code = e.run(t, "sandbox", "status", id)
+	require.NotZero(t, code)
+	require.Contains(t, stderr, "sandbox_gone")
+	require.Eventually(t, func() bool { return syscall.Kill(pid, 0) != nil }, 10*time.Second, 10*time.Millisecond,
+		"the sandbox's process outlived its worker")
+}
+
+// Under auth a tenant's CLI reaches its own sandboxes with its own creds,
+// and another tenant sees none of them and cannot use one with its token.
+func TestE2EAuthSandboxSessions(t *testing.T) {
+	a := startAuthE2E(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	workerErr := background(t, a.as(context.Background(), broker.WorkerCreds, "worker", "--capacity", "2", "--isolation", "none",
+		"--insecure-no-isolation", "--scratch-root", t.TempDir(), "--session-root", t.TempDir(), "--host-id", "auth-sbx", "--drain-timeout", "5s"))
+	a.waitForWorker(t, workerErr)
+
+	out, stderr, code := runCmd(t, a.as(ctx, "alice.creds", "sandbox", "create", "--json"))
+	require.Zero(t, code, "create as alice: %s\nworker: %s", stderr, workerErr)
+	var created struct{ ID, Token string }
+	require.NoError(t, json.Unmarshal([]byte(out), &created), out)
+	out, stderr, code = runCmd(t, a.as(ctx, "alice.creds", "sandbox", "exec", created.ID, "--", "sh", "-c", "echo mine; exit 4"))
+	require.Equal(t, 4, code, stderr)
+	require.Equal(t, "mine\n", out, "exec output crosses to the tenant's inbox")
+	out, _, code = runCmd(t, a.as(ctx, "alice.creds", "sandbox", "ls"))
+	require.Zero(t, code)
+	require.Contains(t, out, created.ID)
+
+	asBob := func(args ...string) *exec.Cmd {
+		c := a.as(ctx, "bob.creds", args...)
+		c.Env = append(c.Env, "WARREN_DATA_DIR="+t.TempDir()) // bob's own token files
+		return c
+	}
+	out, stderr, code = runCmd(t, asBob("sandbox", "ls"))
+	require.Zero(t, code, stderr)
+	require.NotContains(t, out, created.ID)
+	_, stderr, code = runCmd(t, asBob("sandbox", "status", "--token", created.Token, created.ID))
+	require.NotZero(t, code)
+	require.Contains(t, stderr, "token_invalid")
+
+	_, stderr, code = runCmd(t, a.as(ctx, "alice.creds", "sandbox", "rm", created.ID))
+	require.Zero(t, code, stderr)
+}

@@ -1,0 +1,64 @@
+package worker_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/warrenhq/warren/broker/brokertest"
+	"github.com/warrenhq/warren/messages"
+	"github.com/warrenhq/warren/scheduler"
+)
+
+// BenchmarkSessionOps measures, through NATS on a warm host, the latency of
+// a session's create, an exec of `true` in it and its delete, beside a
+// one-shot task (`/bin/true`: publish -> worker -> sandbox -> final event)
+// in the same run. Sessions run on sessionFactory (the host-process
+// stand-in until sandbox/session is merged: no sandbox per exec); tasks on
+// the strongest sandbox this host has.
+func BenchmarkSessionOps(b *testing.B) {
+	const n = 200
+	runner, mode := benchRunner(b)
+	br := brokertest.Start(b, brokertest.Options{})
+	startSessionHost(b, br, "bench", sessionOpts{capacity: 4, runner: runner})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	c := sessionClient(b, br)
+	cnc, cjs := br.Dial(b, "bench-tasks")
+	b.Logf("tasks: sandbox %s; sessions: sessionFactory (the hostsession stand-in, no sandbox, unless swapped for the primitive)", mode)
+	for b.Loop() {
+		var create, execT, del, task []time.Duration
+		for i := range n {
+			t0 := time.Now()
+			sb, err := c.CreateSandbox(ctx, scheduler.CreateOptions{})
+			require.NoError(b, err)
+			t1 := time.Now()
+			exit, err := sb.Exec(ctx, scheduler.ExecOptions{Argv: []string{"true"}}, nil, nil)
+			require.NoError(b, err)
+			require.Zero(b, exit.ExitCode)
+			t2 := time.Now()
+			require.NoError(b, sb.Delete(ctx))
+			t3 := time.Now()
+			create, execT, del = append(create, t1.Sub(t0)), append(execT, t2.Sub(t1)), append(del, t3.Sub(t2))
+
+			batch := fmt.Sprintf("bench-%d-%d", time.Now().UnixNano(), i)
+			ev := subscribeEvents(b, cnc, batch, "t")
+			t4 := time.Now()
+			publish(b, cjs, execTask(batch, "t", "/bin/true"))
+			evs := ev.wait(b, time.Minute)
+			task = append(task, time.Since(t4))
+			require.Equal(b, messages.StatusOK, evs[len(evs)-1].Status)
+		}
+		for _, m := range []struct {
+			name string
+			d    []time.Duration
+		}{{"create", create}, {"exec_true", execT}, {"delete", del}, {"task", task}} {
+			p50, p99 := percentile(m.d, 0.5), percentile(m.d, 0.99)
+			b.ReportMetric(float64(p50.Microseconds())/1000, m.name+"_p50_ms")
+			b.ReportMetric(float64(p99.Microseconds())/1000, m.name+"_p99_ms")
+			b.Logf("%-9s p50 %6.2f ms  p99 %6.2f ms", m.name, float64(p50.Microseconds())/1000, float64(p99.Microseconds())/1000)
+		}
+	}
+}
