@@ -1,0 +1,87 @@
+package session
+
+import (
+	"bytes"
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/warrenhq/warren/sandbox"
+)
+
+// modes are the isolation modes every session test runs in.
+var modes = []sandbox.Isolation{sandbox.IsolationNamespace, sandbox.IsolationLandlock}
+
+func newRunner(t testing.TB, mode sandbox.Isolation) *sandbox.Runner {
+	t.Helper()
+	r, err := sandbox.New(sandbox.Config{Isolation: mode, InitPath: testInitPath})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = r.Close() })
+	return r
+}
+
+// forModes runs f once per isolation mode, each with a runner of its own.
+func forModes(t *testing.T, f func(t *testing.T, r *sandbox.Runner)) {
+	for _, m := range modes {
+		t.Run(string(m), func(t *testing.T) { f(t, newRunner(t, m)) })
+	}
+}
+
+func start(t testing.TB, r Runner, spec Spec) *Session {
+	t.Helper()
+	if spec.Sandbox.Limits.Wall == 0 {
+		spec.Sandbox.Limits.Wall = 2 * time.Minute
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s, err := Start(ctx, r, spec)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, s.Close(context.Background())) })
+	return s
+}
+
+// lockedBuffer is a bytes.Buffer safe for the session's reader and the
+// test to use at once.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// run execs req in the foreground and returns its result and output.
+func run(t testing.TB, s *Session, req ExecRequest) (ExecResult, string, string) {
+	t.Helper()
+	var out, errb lockedBuffer
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	res, err := s.Exec(ctx, req, &out, &errb)
+	require.NoError(t, err)
+	return res, out.String(), errb.String()
+}
+
+func sh(script string) ExecRequest { return ExecRequest{Argv: []string{"/bin/sh", "-c", script}} }
+
+// eventually polls cond until it holds or the deadline passes.
+func eventually(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: still not true after 30s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

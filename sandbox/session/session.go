@@ -1,0 +1,383 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/warrenhq/warren/sandbox"
+	"github.com/warrenhq/warren/sandbox/files"
+	"github.com/warrenhq/warren/sandbox/session/internal/wire"
+)
+
+// Runner runs one sandbox; *sandbox.Runner is one.
+type Runner interface {
+	Run(ctx context.Context, spec sandbox.Spec) (*sandbox.Result, error)
+}
+
+// Spec describes a session.
+type Spec struct {
+	// Sandbox is the sandbox the session lives in: Isolation, Network, Env
+	// (given to the agent, so to every command; held in memory only),
+	// ReadOnly, Limits (Wall is the session's TTL: defaults to the
+	// runner's default wall limit, 5 minutes unless configured). Start sets
+	// Argv, Stdin, Stdout, Stderr and Scratch, and adds the agent to
+	// ReadOnly.
+	Sandbox sandbox.Spec
+	// Home is the host directory used as the sandbox's home (its scratch
+	// directory): files written there by commands persist across execs and
+	// are served by the file methods. When set, it is created (0700) if
+	// missing and left in place by Close with its contents (handed back to
+	// its owner). Defaults to a fresh directory in os.TempDir() that Close
+	// removes.
+	Home string
+	// AgentPath is the agent binary (cmd/warren-sandbox-agent, static).
+	// Defaults to warren-sandbox-agent next to the running executable. It
+	// is bound read-only into the sandbox at the same path, so a root
+	// worker's sandbox uids must be able to reach and execute it.
+	AgentPath string
+}
+
+// Session is one live stateful sandbox. Its methods are safe for
+// concurrent use.
+type Session struct {
+	home    string
+	ownHome bool
+	files   *files.Home
+	hello   wire.Hello
+
+	toAgent   *os.File // write end of the agent's stdin
+	childIn   *os.File // the agent's ends, closed once it runs
+	childOut  *os.File
+	fromAgent *os.File
+	childOnce sync.Once
+	stderr    *tailBuffer
+	cancel    context.CancelFunc
+
+	wmu sync.Mutex // serialises frames to the agent
+
+	mu       sync.Mutex
+	calls    map[uint32]*call
+	nextID   uint32
+	gone     error // set once the sandbox has ended
+	result   *sandbox.Result
+	protoErr error
+
+	closing   atomic.Bool
+	closeOnce sync.Once
+	closeErr  error
+	running   atomic.Int64
+	last      atomic.Int64 // unix nanoseconds
+
+	helloCh chan error
+	done    chan struct{}
+	wg      sync.WaitGroup
+}
+
+// Start starts the sandbox with the agent in it and returns once the agent
+// has answered (its hello). ctx bounds only the start; the session lives
+// until Close, its TTL or its death. A sandbox that could not start yields
+// the runner's error (e.g. a *sandbox.SetupError).
+func Start(ctx context.Context, r Runner, spec Spec) (*Session, error) {
+	if spec.AgentPath == "" {
+		spec.AgentPath = defaultAgentPath()
+	}
+	if err := checkAgent(spec.AgentPath); err != nil {
+		return nil, err
+	}
+	s := &Session{calls: map[uint32]*call{}, helloCh: make(chan error, 1), done: make(chan struct{}), stderr: &tailBuffer{max: 4 << 10}}
+	if err := s.makeHome(spec.Home); err != nil {
+		return nil, err
+	}
+	if err := s.pipes(); err != nil {
+		s.removeHome()
+		return nil, err
+	}
+	sb := spec.Sandbox
+	sb.Argv = []string{spec.AgentPath}
+	sb.Stdin, sb.Stdout, sb.Stderr = s.childIn, s.childOut, s.stderr
+	sb.Scratch = s.home
+	sb.ReadOnly = append(slices.Clone(sb.ReadOnly), spec.AgentPath)
+	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	s.cancel = cancel
+	s.touch()
+	var res *sandbox.Result
+	var runErr error
+	ran := make(chan struct{})
+	readerDone := make(chan struct{})
+	s.wg.Add(3)
+	go func() {
+		defer s.wg.Done()
+		defer close(ran)
+		res, runErr = r.Run(runCtx, sb)
+		// The agent is gone: the stream ends once our copies close.
+		s.closeChildEnds()
+	}()
+	go func() {
+		defer s.wg.Done()
+		defer close(readerDone)
+		s.read()
+	}()
+	go func() {
+		defer s.wg.Done()
+		<-ran
+		<-readerDone
+		s.finish(res, runErr)
+	}()
+	select {
+	case err := <-s.helloCh:
+		if err == nil {
+			err = s.openFiles()
+		}
+		if err != nil {
+			_ = s.Close(context.WithoutCancel(ctx))
+			return nil, err
+		}
+		return s, nil
+	case <-s.done:
+		err := s.startError()
+		_ = s.Close(context.WithoutCancel(ctx))
+		return nil, err
+	case <-ctx.Done():
+		_ = s.Close(context.WithoutCancel(ctx))
+		return nil, ctx.Err()
+	}
+}
+
+func (s *Session) makeHome(home string) error {
+	if home == "" {
+		dir, err := os.MkdirTemp("", "warren-session-")
+		if err != nil {
+			return fmt.Errorf("session: creating the home: %w", err)
+		}
+		s.home, s.ownHome = dir, true
+		return nil
+	}
+	if err := os.MkdirAll(home, 0o700); err != nil {
+		return fmt.Errorf("session: creating the home %s: %w", home, err)
+	}
+	s.home = home
+	return nil
+}
+
+func (s *Session) removeHome() {
+	if s.ownHome {
+		_ = os.RemoveAll(s.home)
+	}
+}
+
+// pipes creates the agent's stdin and stdout as pipes handed to the
+// sandbox as files (the agent reads and writes them directly).
+func (s *Session) pipes() error {
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		return fmt.Errorf("session: pipe: %w", err)
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		_ = inR.Close()
+		_ = inW.Close()
+		return fmt.Errorf("session: pipe: %w", err)
+	}
+	s.childIn, s.toAgent, s.fromAgent, s.childOut = inR, inW, outR, outW
+	return nil
+}
+
+// closeChildEnds closes this process's copies of the agent's pipe ends:
+// once the agent runs (it has its own) or has ended, so the stream from
+// it ends when it does.
+func (s *Session) closeChildEnds() {
+	s.childOnce.Do(func() {
+		_ = s.childIn.Close()
+		_ = s.childOut.Close()
+	})
+}
+
+// openFiles opens the home for the file methods, as its owner now (the
+// sandbox's uid: the runner handed the home to it).
+func (s *Session) openFiles() error {
+	owner := files.NoOwner
+	if os.Geteuid() == 0 {
+		fi, err := os.Stat(s.home)
+		if err != nil {
+			return fmt.Errorf("session: home: %w", err)
+		}
+		st := fi.Sys().(*syscall.Stat_t)
+		owner = files.Owner{UID: int(st.Uid), GID: int(st.Gid)}
+	}
+	h, err := files.Open(s.home, owner)
+	if err != nil {
+		return fmt.Errorf("session: home: %w", err)
+	}
+	s.files = h
+	return nil
+}
+
+// startError is why the sandbox ended before the agent said hello.
+func (s *Session) startError() error {
+	var g *GoneError
+	if errors.As(s.gone, &g) && g.Reason == GoneRunner && g.Err != nil {
+		return g.Err // the runner's own error: a *sandbox.SetupError, ErrUnavailable
+	}
+	return fmt.Errorf("%w: the agent ended before it answered: %v", ErrAgent, s.gone)
+}
+
+// finish records why the sandbox ended and fails every call in flight.
+func (s *Session) finish(res *sandbox.Result, runErr error) {
+	g := &GoneError{}
+	s.mu.Lock()
+	proto := s.protoErr
+	s.mu.Unlock()
+	switch {
+	case s.closing.Load():
+		g.Reason = GoneClosed
+	case runErr != nil:
+		g.Reason, g.Err = GoneRunner, runErr
+	case proto != nil:
+		g.Reason, g.Err = GoneProtocol, proto
+	case res.TimedOut && res.Timeout == sandbox.TimeoutCPU:
+		g.Reason = GoneCPU
+	case res.TimedOut:
+		g.Reason = GoneTTL
+	case res.OOMKills > 0 && res.Signal == "SIGKILL":
+		g.Reason = GoneOOM
+	default:
+		g.Reason = GoneAgentExited
+	}
+	if res != nil {
+		g.ExitCode, g.Signal = res.ExitCode, res.Signal
+		if g.Reason == GoneAgentExited {
+			g.Detail = fmt.Sprintf("agent exit code %d", res.ExitCode)
+			if res.Signal != "" {
+				g.Detail = "agent killed by " + res.Signal
+			}
+			if res.ExecError != nil {
+				g.Detail = res.ExecError.Error()
+			}
+			if tail := s.stderr.last(); tail != "" {
+				g.Detail += "; agent stderr: " + tail
+			}
+		}
+	}
+	s.mu.Lock()
+	s.gone, s.result = g, res
+	calls := s.calls
+	s.calls = map[uint32]*call{}
+	s.mu.Unlock()
+	for _, c := range calls {
+		c.fail(g)
+	}
+	select {
+	case s.helloCh <- g:
+	default:
+	}
+	close(s.done)
+}
+
+// Done is closed once the sandbox has ended (Close, TTL, OOM, the agent's
+// death) and every goroutine of the session has returned.
+func (s *Session) Done() <-chan struct{} { return s.done }
+
+// Err is nil while the session lives, then a *GoneError saying why it
+// ended (errors.Is(err, ErrSessionGone) holds).
+func (s *Session) Err() error {
+	select {
+	case <-s.done:
+		return s.gone
+	default:
+		return nil
+	}
+}
+
+// Result is the sandbox run's result once Done is closed (nil before, or
+// when the runner failed): InForce names the isolation layers the session
+// ran under, OOMKills and PeakMemory its whole life.
+func (s *Session) Result() *sandbox.Result {
+	select {
+	case <-s.done:
+		return s.result
+	default:
+		return nil
+	}
+}
+
+// Running is the number of foreground execs in flight: idle eviction must
+// never end a session while it is above 0.
+func (s *Session) Running() int { return int(s.running.Load()) }
+
+// LastActivity is when the session last started or finished a request
+// (exec, ps, kill, a file operation).
+func (s *Session) LastActivity() time.Time { return time.Unix(0, s.last.Load()) }
+
+func (s *Session) touch() { s.last.Store(time.Now().UnixNano()) }
+
+// Home is the host path of the session's home.
+func (s *Session) Home() string { return s.home }
+
+// Close ends the sandbox (the runner kills every process in it), waits
+// for its teardown and the session's goroutines, then removes the home if
+// Start created it. It is idempotent; when ctx ends first it returns
+// ctx.Err() and may be called again.
+func (s *Session) Close(ctx context.Context) error {
+	s.closing.Store(true)
+	s.cancel()
+	select {
+	case <-s.done:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	s.closeOnce.Do(func() {
+		s.wg.Wait()
+		_ = s.toAgent.Close()
+		_ = s.fromAgent.Close()
+		if s.files != nil {
+			_ = s.files.Close()
+		}
+		if s.ownHome {
+			if err := os.RemoveAll(s.home); err != nil {
+				s.closeErr = fmt.Errorf("session: removing the home: %w", err)
+			}
+		}
+	})
+	return s.closeErr
+}
+
+// tailBuffer keeps the last max bytes written (the agent's stderr).
+type tailBuffer struct {
+	mu  sync.Mutex
+	max int
+	b   []byte
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.b = append(t.b, p...)
+	if len(t.b) > t.max {
+		t.b = t.b[len(t.b)-t.max:]
+	}
+	return len(p), nil
+}
+
+// last is the last non-empty line written.
+func (t *tailBuffer) last() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	lines := strings.Split(string(t.b), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		if lines[i] != "" {
+			return lines[i]
+		}
+	}
+	return ""
+}
+
+var _ io.Writer = (*tailBuffer)(nil)
