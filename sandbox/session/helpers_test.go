@@ -3,7 +3,9 @@ package session
 import (
 	"bytes"
 	"context"
+	"net"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -85,3 +87,39 @@ func eventually(t testing.TB, what string, cond func() bool) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// hostListener is a TCP listener on the host's loopback that counts the
+// connections it accepts.
+type hostListener struct {
+	ln net.Listener
+	n  atomic.Int64
+	wg sync.WaitGroup
+}
+
+func listen(t *testing.T) *hostListener {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	h := &hostListener{ln: ln}
+	h.wg.Go(func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			h.n.Add(1)
+			_ = c.Close()
+		}
+	})
+	t.Cleanup(func() { _ = ln.Close(); h.wg.Wait() })
+	// The probe works on the host.
+	c, err := net.Dial("tcp", ln.Addr().String())
+	require.NoError(t, err)
+	_ = c.Close()
+	eventually(t, "the host connection is accepted", func() bool { return h.n.Load() == 1 })
+	h.n.Store(0)
+	return h
+}
+
+func (h *hostListener) port() int       { return h.ln.Addr().(*net.TCPAddr).Port }
+func (h *hostListener) accepted() int64 { return h.n.Load() }

@@ -136,6 +136,9 @@ func Start(ctx context.Context, r Runner, spec Spec) (*Session, error) {
 	case err := <-s.helloCh:
 		if err == nil {
 			err = s.openFiles()
+		} else {
+			<-s.done
+			err = s.startError()
 		}
 		if err != nil {
 			_ = s.Close(context.WithoutCancel(ctx))
