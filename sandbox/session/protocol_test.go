@@ -1,0 +1,56 @@
+package session
+
+import (
+	"context"
+	"io"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/warrenhq/warren/sandbox"
+	"github.com/warrenhq/warren/sandbox/session/internal/wire"
+)
+
+// scriptedRunner plays an agent that writes frames, then waits for the
+// session to end it.
+type scriptedRunner struct{ frames []byte }
+
+func (r scriptedRunner) Run(ctx context.Context, spec sandbox.Spec) (*sandbox.Result, error) {
+	go func() { _, _ = io.Copy(io.Discard, spec.Stdin) }()
+	_, _ = spec.Stdout.Write(r.frames)
+	<-ctx.Done()
+	return &sandbox.Result{ExitCode: -1, Signal: "SIGKILL"}, nil
+}
+
+// The agent's stream comes from inside the sandbox: a frame that breaks
+// the protocol ends the session (GoneProtocol) instead of confusing it.
+func TestABrokenAgentStreamEndsTheSession(t *testing.T) {
+	hello := wire.AppendFrame(nil, wire.TypeHello, 0, wire.Hello{Version: wire.Version}.Marshal())
+	for name, tail := range map[string][]byte{
+		"bad length":    {0xff, 0xff, 0xff, 0xff},
+		"bad exit":      wire.AppendFrame(nil, wire.TypeExit, 1, []byte{0xff}),
+		"request frame": wire.AppendFrame(nil, wire.TypeExec, 1, nil),
+	} {
+		t.Run(name, func(t *testing.T) {
+			s, err := Start(context.Background(), scriptedRunner{frames: append(append([]byte(nil), hello...), tail...)}, Spec{})
+			require.NoError(t, err)
+			select {
+			case <-s.Done():
+			case <-time.After(time.Minute):
+				t.Fatal("the session did not end")
+			}
+			var g *GoneError
+			require.ErrorAs(t, s.Err(), &g)
+			require.Equal(t, GoneProtocol, g.Reason)
+			require.ErrorIs(t, g, wire.ErrFrame)
+			require.NoError(t, s.Close(context.Background()))
+		})
+	}
+}
+
+func TestStartRefusesAnotherProtocolVersion(t *testing.T) {
+	hello := wire.AppendFrame(nil, wire.TypeHello, 0, wire.Hello{Version: wire.Version + 1}.Marshal())
+	_, err := Start(context.Background(), scriptedRunner{frames: hello}, Spec{})
+	require.ErrorIs(t, err, ErrAgent)
+	require.ErrorContains(t, err, "protocol")
+}
