@@ -33,10 +33,18 @@ func hostProcsWith(t *testing.T, marker string) []int {
 	return pids
 }
 
-// agentPID is the host pid of the session's agent: the process running
-// the agent binary whose working directory is the session's home.
+// agentPID is the host pid of the session's agent: its own pid outside a
+// pid namespace (Landlock mode), else the process running the agent
+// binary whose working directory is the session's home (readable by the
+// worker's user: it owns the sandbox's user namespace).
 func agentPID(t *testing.T, s *Session) int {
 	t.Helper()
+	if s.hello.PID != 1 {
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(int(s.hello.PID)) + "/cmdline")
+		require.NoError(t, err)
+		require.Equal(t, testAgentPath+"\x00", string(b))
+		return int(s.hello.PID)
+	}
 	for _, pid := range hostProcsWith(t, testAgentPath) {
 		if cwd, err := os.Readlink("/proc/" + strconv.Itoa(pid) + "/cwd"); err == nil && cwd == s.Home() {
 			return pid
