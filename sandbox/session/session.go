@@ -265,7 +265,7 @@ func (s *Session) finish(res *sandbox.Result, runErr error) {
 			if res.ExecError != nil {
 				g.Detail = res.ExecError.Error()
 			}
-			if tail := s.stderr.last(); tail != "" {
+			if tail := s.stderr.summary(); tail != "" {
 				g.Detail += "; agent stderr: " + tail
 			}
 		}
@@ -370,14 +370,24 @@ func (t *tailBuffer) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// last is the last non-empty line written.
-func (t *tailBuffer) last() string {
+// summary is the line that says why the agent died: a Go runtime's
+// "fatal error:" or "panic:" line when there is one (the stack trace
+// follows it), else the last non-empty line.
+func (t *tailBuffer) summary() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	lines := strings.Split(string(t.b), "\n")
+	for _, l := range lines {
+		if strings.HasPrefix(l, "fatal error:") || strings.HasPrefix(l, "panic:") {
+			if strings.Contains(l, "memory") {
+				l += " (the Go agent needs about 1.3 GiB of address space where memory is an rlimit: raise Limits.Memory or give the worker cgroups)"
+			}
+			return l
+		}
+	}
 	for i := len(lines) - 1; i >= 0; i-- {
-		if lines[i] != "" {
-			return lines[i]
+		if l := strings.TrimSpace(lines[i]); l != "" {
+			return l
 		}
 	}
 	return ""
