@@ -229,10 +229,16 @@ func TestExecTimeoutKillsOnlyThatExec(t *testing.T) {
 		ctx := context.Background()
 		bg, err := s.Exec(ctx, ExecRequest{Argv: []string{"sleep", "1000"}, Background: true}, nil, nil)
 		require.NoError(t, err)
-		res, _, _ := run(t, s, ExecRequest{Argv: []string{"/bin/sh", "-c", "sleep 1000 & sleep 1000"}, Timeout: 300 * time.Millisecond})
+		res, out, _ := run(t, s, ExecRequest{Argv: []string{"/bin/sh", "-c", "sleep 1000 & echo $!; sleep 1000"}, Timeout: 300 * time.Millisecond})
 		require.True(t, res.TimedOut)
 		require.Equal(t, "SIGKILL", res.Signal)
 		require.Less(t, res.Wall, 30*time.Second)
+		child := strings.TrimSpace(out)
+		require.NotEmpty(t, child)
+		eventually(t, "the timed-out command's child is killed with its group", func() bool {
+			res, _, _ := run(t, s, sh("kill -0 "+child+" 2>/dev/null"))
+			return res.ExitCode != 0
+		})
 		ps, err := s.Ps(ctx)
 		require.NoError(t, err)
 		require.Len(t, ps, 1, "only the background sleep is left: the timeout killed the whole group of its exec")
@@ -299,4 +305,24 @@ func probeInside(t *testing.T, r *sandbox.Runner, mode sandbox.Isolation, secret
 	require.NotEqual(t, "0\n", out, "commands never run as root")
 	require.NoError(t, s.Close(context.Background()))
 	require.Contains(t, s.Result().InForce, string(mode))
+}
+
+// The agent is not dumpable: a command (same uid) cannot open its stdout
+// through /proc to forge frames, nor read its environment.
+func TestCommandsCannotReachTheAgentsPipes(t *testing.T) {
+	forModes(t, func(t *testing.T, r *sandbox.Runner) {
+		s := start(t, r, Spec{Sandbox: sandbox.Spec{Env: map[string]string{"SESSION_SECRET": "s3cret"}}})
+		for _, script := range []string{
+			"printf 'garbage' > /proc/$PPID/fd/1",
+			"cat /proc/$PPID/environ",
+		} {
+			res, out, errOut := run(t, s, sh(script))
+			require.NotEqual(t, 0, res.ExitCode, "%s: %q %q", script, out, errOut)
+			require.NotContains(t, out, "s3cret")
+		}
+		res, out, _ := run(t, s, sh(`echo "$SESSION_SECRET"`))
+		require.Equal(t, 0, res.ExitCode)
+		require.Equal(t, "s3cret\n", out, "the session's env reaches its commands")
+		require.NoError(t, s.Err())
+	})
 }
