@@ -93,7 +93,7 @@ func Run(in io.Reader, out io.Writer) int {
 	}
 	err := a.serve(bufio.NewReaderSize(in, 64<<10))
 	a.killAll()
-	if err != nil && !errors.Is(err, io.EOF) {
+	if !errors.Is(err, io.EOF) { // serve ends only on an error
 		fmt.Fprintln(os.Stderr, "warren-sandbox-agent:", err)
 		return 1
 	}
