@@ -65,3 +65,27 @@ func latencies(b *testing.B, op func() error) {
 	b.ReportMetric(float64(d[len(d)/2].Microseconds())/1000, "p50-ms")
 	b.ReportMetric(float64(d[len(d)*99/100].Microseconds())/1000, "p99-ms")
 }
+
+// BenchmarkStartClose measures a session's whole life with nothing in it:
+// Start (a cold sandbox: a caller's scratch directory never takes a warm
+// one) until the agent's hello, then Close until teardown is verified.
+func BenchmarkStartClose(b *testing.B) {
+	for _, mode := range modes {
+		b.Run(string(mode), func(b *testing.B) {
+			r := newRunner(b, mode)
+			spec := Spec{Sandbox: sandbox.Spec{Limits: sandbox.Limits{Wall: time.Minute}}}
+			var starts []time.Duration
+			latencies(b, func() error {
+				t0 := time.Now()
+				s, err := Start(context.Background(), r, spec)
+				if err != nil {
+					return err
+				}
+				starts = append(starts, time.Since(t0))
+				return s.Close(context.Background())
+			})
+			slices.Sort(starts)
+			b.ReportMetric(float64(starts[len(starts)/2].Microseconds())/1000, "start-p50-ms")
+		})
+	}
+}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/warrenhq/warren/sandbox"
+	"github.com/warrenhq/warren/sandbox/files"
 )
 
 // hostProcsWith lists the host pids whose command line contains marker.
@@ -176,4 +177,20 @@ func TestStartRefusesABadAgent(t *testing.T) {
 			require.ErrorIs(t, err, ErrAgent)
 		})
 	}
+}
+
+// Once the session has ended, its file methods refuse: the sandbox's uid
+// is released, nothing may be created in its name.
+func TestFileMethodsRefuseAfterTheEnd(t *testing.T) {
+	r := newRunner(t, sandbox.IsolationLandlock)
+	s := start(t, r, Spec{})
+	_, err := s.Write(context.Background(), "a", []byte("x"), files.WriteOptions{})
+	require.NoError(t, err)
+	require.NoError(t, s.Close(context.Background()))
+	_, err = s.Write(context.Background(), "b", []byte("x"), files.WriteOptions{})
+	require.ErrorIs(t, err, ErrSessionGone)
+	_, err = s.Read(context.Background(), "a", 0, -1)
+	require.ErrorIs(t, err, ErrSessionGone)
+	_, err = s.List(context.Background(), "")
+	require.ErrorIs(t, err, ErrSessionGone)
 }

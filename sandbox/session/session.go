@@ -36,8 +36,10 @@ type Spec struct {
 	// directory): files written there by commands persist across execs and
 	// are served by the file methods. When set, it is created (0700) if
 	// missing and left in place by Close with its contents (handed back to
-	// its owner). Defaults to a fresh directory in os.TempDir() that Close
-	// removes.
+	// its owner). Its parent directories must let the sandbox's uid pass
+	// (x for others, as a root worker's scratch root is 0711) for the
+	// Landlock mode. Defaults to a fresh directory in os.TempDir() that
+	// Close removes.
 	Home string
 	// AgentPath is the agent binary (cmd/warren-sandbox-agent, static).
 	// Defaults to warren-sandbox-agent next to the running executable. It
