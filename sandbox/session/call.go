@@ -152,7 +152,11 @@ func (s *Session) onHello(f wire.Frame) error {
 		return fmt.Errorf("%w: the agent speaks protocol %d, this worker %d: install the agent built with this worker", ErrAgent, h.Version, wire.Version)
 	}
 	s.hello = h
-	s.closeChildEnds() // the agent holds its own ends now
+	if s.lent {
+		s.closeChildEnds() // the agent holds its own ends now
+	} else {
+		s.home = h.Home
+	}
 	s.helloCh <- nil
 	return nil
 }

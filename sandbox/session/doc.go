@@ -48,15 +48,21 @@
 // keep them (sh -c 'srv >log 2>&1'). Files and processes persist across
 // execs because the sandbox lives on.
 //
-// The home is a host directory (Spec.Home, else a fresh one in
-// os.TempDir()) given to the run as Spec.Scratch: the runner hands it to
-// the sandbox's uid for the run (a root worker's dedicated uid) and binds
-// it at the same path in namespace mode. The file methods (Read, Write,
-// Stat, List, Mkdir, Delete, and Files for the rest) serve it from the
+// The home is the run's scratch directory, the agent's $HOME (bound at its
+// host path in namespace mode): by default the runner's own, which the
+// agent reports in its hello (before any command has run; as root it must
+// be a directory of the agent's uid) and the runner's teardown removes; a
+// session then takes a warm sandbox when the runner keeps them
+// (Config.Prestart), and the runner copies the agent's stdin and stdout.
+// With Spec.Home the home is that host directory, given to the run as
+// Spec.Scratch (the runner hands it to the sandbox's uid for the run and
+// back to its owner after; such runs always start cold), and the agent's
+// pipes are lent to it as files. The file methods (Read, Write, Stat,
+// List, Mkdir, Delete, and Files for the rest) serve the home from the
 // worker while the sandbox runs, through sandbox/files: symlinks at any
 // component, FIFOs, sockets, devices and hard-linked files are refused,
-// new files belong to the sandbox's uid (read from the home's owner once
-// the agent runs).
+// new files belong to the sandbox's uid (the home's owner once the agent
+// runs); once the session has ended they refuse with its *GoneError.
 //
 // Running counts the foreground execs in flight and LastActivity is the
 // last request's start or end: idle eviction (the worker's) must never
@@ -86,10 +92,10 @@
 // Close cancels the run: the runner kills the whole tree (the pid
 // namespace, or the uid sweep and orphan sweep in Landlock mode, setsid
 // daemons included), tears the sandbox down and verifies it as for any
-// task; Close then waits for the session's goroutines and removes the
-// home if Start created it. A caller's home stays, with its contents,
-// handed back to its owner. Close is idempotent; always call it, also
-// after Done (the home is removed only then).
+// task, the run's own home included; Close then waits for the session's
+// goroutines. A caller's home (Spec.Home) stays, with its contents, handed
+// back to its owner. Close is idempotent; always call it, also after Done
+// (it releases the session's descriptors).
 //
 // # Limits
 //

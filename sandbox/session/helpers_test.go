@@ -18,16 +18,38 @@ var modes = []sandbox.Isolation{sandbox.IsolationNamespace, sandbox.IsolationLan
 
 func newRunner(t testing.TB, mode sandbox.Isolation) *sandbox.Runner {
 	t.Helper()
-	r, err := sandbox.New(sandbox.Config{Isolation: mode, InitPath: testInitPath})
+	return newRunnerWith(t, sandbox.Config{Isolation: mode})
+}
+
+func newRunnerWith(t testing.TB, cfg sandbox.Config) *sandbox.Runner {
+	t.Helper()
+	cfg.InitPath = testInitPath
+	r, err := sandbox.New(cfg)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = r.Close() })
 	return r
 }
 
-// forModes runs f once per isolation mode, each with a runner of its own.
+// warmRunner keeps a warm sandbox for sessions: its pool for the session
+// view exists once a session has run (a session without Spec.Home can
+// take one; the runner refills it in the background).
+func warmRunner(t testing.TB, mode sandbox.Isolation) *sandbox.Runner {
+	t.Helper()
+	r := newRunnerWith(t, sandbox.Config{Isolation: mode, Prestart: 1})
+	s, err := Start(context.Background(), r, Spec{})
+	require.NoError(t, err)
+	require.NoError(t, s.Close(context.Background()))
+	return r
+}
+
+// forModes runs f once per isolation mode, cold (a runner without warm
+// sandboxes) and warm, each with a runner of its own.
 func forModes(t *testing.T, f func(t *testing.T, r *sandbox.Runner)) {
 	for _, m := range modes {
-		t.Run(string(m), func(t *testing.T) { f(t, newRunner(t, m)) })
+		t.Run(string(m), func(t *testing.T) {
+			t.Run("cold", func(t *testing.T) { f(t, newRunner(t, m)) })
+			t.Run("warm", func(t *testing.T) { f(t, warmRunner(t, m)) })
+		})
 	}
 }
 

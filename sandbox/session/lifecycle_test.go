@@ -78,7 +78,7 @@ func TestCloseLeavesNothingBehind(t *testing.T) {
 		require.Equal(t, GoneClosed, g.Reason)
 		require.Empty(t, hostProcsWith(t, marker), "a process of the session outlived Close")
 		_, err = os.Stat(home)
-		require.ErrorIs(t, err, os.ErrNotExist, "the home Start created is removed")
+		require.ErrorIs(t, err, os.ErrNotExist, "the run's own home is removed")
 		mounts, err := os.ReadFile("/proc/self/mountinfo")
 		require.NoError(t, err)
 		require.NotContains(t, string(mounts), home)

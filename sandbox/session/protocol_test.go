@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"io"
+	"os"
 	"testing"
 	"time"
 
@@ -25,7 +26,7 @@ func (r scriptedRunner) Run(ctx context.Context, spec sandbox.Spec) (*sandbox.Re
 // The agent's stream comes from inside the sandbox: a frame that breaks
 // the protocol ends the session (GoneProtocol) instead of confusing it.
 func TestABrokenAgentStreamEndsTheSession(t *testing.T) {
-	hello := wire.AppendFrame(nil, wire.TypeHello, 0, wire.Hello{Version: wire.Version}.Marshal())
+	hello := wire.AppendFrame(nil, wire.TypeHello, 0, wire.Hello{Version: wire.Version, UID: int64(os.Geteuid()), Home: t.TempDir()}.Marshal())
 	for name, tail := range map[string][]byte{
 		"bad length":    {0xff, 0xff, 0xff, 0xff},
 		"bad exit":      wire.AppendFrame(nil, wire.TypeExit, 1, []byte{0xff}),

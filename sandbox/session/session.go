@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -32,14 +33,16 @@ type Spec struct {
 	// Argv, Stdin, Stdout, Stderr and Scratch, and adds the agent to
 	// ReadOnly.
 	Sandbox sandbox.Spec
-	// Home is the host directory used as the sandbox's home (its scratch
-	// directory): files written there by commands persist across execs and
-	// are served by the file methods. When set, it is created (0700) if
-	// missing and left in place by Close with its contents (handed back to
-	// its owner). Its parent directories must let the sandbox's uid pass
-	// (x for others, as a root worker's scratch root is 0711) for the
-	// Landlock mode. Defaults to a fresh directory in os.TempDir() that
-	// Close removes.
+	// Home is a host directory used as the sandbox's home (the run's
+	// Spec.Scratch): files written there by commands persist across execs
+	// and are served by the file methods. It is created (0700) if missing
+	// and left in place by Close with its contents, handed back to its
+	// owner. Its parent directories must let the sandbox's uid pass (x for
+	// others, as a root worker's scratch root is 0711) for the Landlock
+	// mode. Such a session always starts a cold sandbox. Defaults to none:
+	// the home is the run's own scratch directory, which the runner's
+	// teardown removes, and the session can take a warm sandbox
+	// (Config.Prestart) like a task.
 	Home string
 	// AgentPath is the agent binary (cmd/warren-sandbox-agent, static).
 	// Defaults to warren-sandbox-agent next to the running executable. It
@@ -51,10 +54,12 @@ type Spec struct {
 // Session is one live stateful sandbox. Its methods are safe for
 // concurrent use.
 type Session struct {
-	home    string
-	ownHome bool
-	files   *files.Home
-	hello   wire.Hello
+	home string // set by Start (Spec.Home) or at the hello (the run's scratch)
+	// lent: the agent's pipe ends are files lent to the sandbox, closed once
+	// the agent holds its own; else the runner copies to and from them.
+	lent  bool
+	files *files.Home
+	hello wire.Hello
 
 	toAgent   *os.File // write end of the agent's stdin
 	childIn   *os.File // the agent's ends, closed once it runs
@@ -75,7 +80,6 @@ type Session struct {
 
 	closing   atomic.Bool
 	closeOnce sync.Once
-	closeErr  error
 	running   atomic.Int64
 	last      atomic.Int64 // unix nanoseconds
 
@@ -96,17 +100,24 @@ func Start(ctx context.Context, r Runner, spec Spec) (*Session, error) {
 		return nil, err
 	}
 	s := &Session{calls: map[uint32]*call{}, helloCh: make(chan error, 1), done: make(chan struct{}), stderr: &tailBuffer{max: 4 << 10}}
-	if err := s.makeHome(spec.Home); err != nil {
-		return nil, err
+	if spec.Home != "" {
+		if err := os.MkdirAll(spec.Home, 0o700); err != nil {
+			return nil, fmt.Errorf("session: creating the home %s: %w", spec.Home, err)
+		}
+		s.home, s.lent = spec.Home, true
 	}
 	if err := s.pipes(); err != nil {
-		s.removeHome()
 		return nil, err
 	}
 	sb := spec.Sandbox
 	sb.Argv = []string{spec.AgentPath}
-	sb.Stdin, sb.Stdout, sb.Stderr = s.childIn, s.childOut, s.stderr
 	sb.Scratch = s.home
+	sb.Stdin, sb.Stdout, sb.Stderr = s.childIn, s.childOut, s.stderr
+	if !s.lent {
+		// Not files: the runner may serve the run from a warm sandbox,
+		// whose stdio it copies.
+		sb.Stdin, sb.Stdout = struct{ io.Reader }{s.childIn}, agentOut{s}
+	}
 	sb.ReadOnly = append(slices.Clone(sb.ReadOnly), spec.AgentPath)
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	s.cancel = cancel
@@ -157,30 +168,7 @@ func Start(ctx context.Context, r Runner, spec Spec) (*Session, error) {
 	}
 }
 
-func (s *Session) makeHome(home string) error {
-	if home == "" {
-		dir, err := os.MkdirTemp("", "warren-session-")
-		if err != nil {
-			return fmt.Errorf("session: creating the home: %w", err)
-		}
-		s.home, s.ownHome = dir, true
-		return nil
-	}
-	if err := os.MkdirAll(home, 0o700); err != nil {
-		return fmt.Errorf("session: creating the home %s: %w", home, err)
-	}
-	s.home = home
-	return nil
-}
-
-func (s *Session) removeHome() {
-	if s.ownHome {
-		_ = os.RemoveAll(s.home)
-	}
-}
-
-// pipes creates the agent's stdin and stdout as pipes handed to the
-// sandbox as files (the agent reads and writes them directly).
+// pipes creates the agent's stdin and stdout.
 func (s *Session) pipes() error {
 	inR, inW, err := os.Pipe()
 	if err != nil {
@@ -197,8 +185,8 @@ func (s *Session) pipes() error {
 }
 
 // closeChildEnds closes this process's copies of the agent's pipe ends:
-// once the agent runs (it has its own) or has ended, so the stream from
-// it ends when it does.
+// once the agent runs (lent: it has its own) or has ended, so the stream
+// from it ends when it does (and a runner's copy from them returns).
 func (s *Session) closeChildEnds() {
 	s.childOnce.Do(func() {
 		_ = s.childIn.Close()
@@ -206,16 +194,39 @@ func (s *Session) closeChildEnds() {
 	})
 }
 
+// agentOut is the agent's stdout when the runner copies it (not lent):
+// the runner's copy runs as its ReadFrom, so the copy's end says the
+// agent's stream has ended. The agent's ends then close: the stream from
+// it ends here, and a runner that waits for its copy into the agent's
+// stdin (a cold run's exec.Cmd does) is released.
+type agentOut struct{ s *Session }
+
+func (o agentOut) Write(p []byte) (int, error) { return o.s.childOut.Write(p) }
+
+func (o agentOut) ReadFrom(r io.Reader) (int64, error) {
+	n, err := io.Copy(o.s.childOut, r)
+	o.s.closeChildEnds()
+	return n, err
+}
+
 // openFiles opens the home for the file methods, as its owner now (the
-// sandbox's uid: the runner handed the home to it).
+// sandbox's uid: the runner handed the home to it). The run's own scratch
+// directory is the agent's $HOME, reported in its hello before any command
+// ran; as root it must be a directory of the agent's uid.
 func (s *Session) openFiles() error {
+	if !filepath.IsAbs(s.home) {
+		return fmt.Errorf("%w: the agent's home %q is not an absolute path", ErrAgent, s.home)
+	}
 	owner := files.NoOwner
 	if os.Geteuid() == 0 {
-		fi, err := os.Stat(s.home)
+		fi, err := os.Lstat(s.home)
 		if err != nil {
 			return fmt.Errorf("session: home: %w", err)
 		}
 		st := fi.Sys().(*syscall.Stat_t)
+		if !fi.IsDir() || int64(st.Uid) != s.hello.UID {
+			return fmt.Errorf("%w: the home %s is not a directory of the agent's uid %d", ErrAgent, s.home, s.hello.UID)
+		}
 		owner = files.Owner{UID: int(st.Uid), GID: int(st.Gid)}
 	}
 	h, err := files.Open(s.home, owner)
@@ -327,12 +338,14 @@ func (s *Session) touch() { s.last.Store(time.Now().UnixNano()) }
 // Home is the host path of the session's home.
 func (s *Session) Home() string { return s.home }
 
-// Close ends the sandbox (the runner kills every process in it), waits
-// for its teardown and the session's goroutines, then removes the home if
-// Start created it. It is idempotent; when ctx ends first it returns
-// ctx.Err() and may be called again.
+// Close ends the sandbox (the agent's stdin closes and the runner kills
+// every process in it) and waits for its teardown, which removes the
+// run's own scratch directory (a Spec.Home stays), and for the session's
+// goroutines. It is idempotent; when ctx ends first it returns ctx.Err()
+// and may be called again.
 func (s *Session) Close(ctx context.Context) error {
 	s.closing.Store(true)
+	_ = s.toAgent.Close() // also ends a runner's copy to the agent
 	s.cancel()
 	select {
 	case <-s.done:
@@ -346,13 +359,8 @@ func (s *Session) Close(ctx context.Context) error {
 		if s.files != nil {
 			_ = s.files.Close()
 		}
-		if s.ownHome {
-			if err := os.RemoveAll(s.home); err != nil {
-				s.closeErr = fmt.Errorf("session: removing the home: %w", err)
-			}
-		}
 	})
-	return s.closeErr
+	return nil
 }
 
 // tailBuffer keeps the last max bytes written (the agent's stderr).

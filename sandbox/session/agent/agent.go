@@ -87,7 +87,7 @@ func Run(in io.Reader, out io.Writer) int {
 			a.reap()
 		}
 	}()
-	if err := a.send(wire.TypeHello, 0, wire.Hello{Version: wire.Version, PID: int64(a.self), UID: int64(os.Getuid())}.Marshal()); err != nil {
+	if err := a.send(wire.TypeHello, 0, wire.Hello{Version: wire.Version, PID: int64(a.self), UID: int64(os.Getuid()), Home: a.home}.Marshal()); err != nil {
 		fmt.Fprintln(os.Stderr, "warren-sandbox-agent: hello:", err)
 		return 1
 	}

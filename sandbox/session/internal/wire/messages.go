@@ -10,6 +10,7 @@ type Hello struct {
 	Version uint64
 	PID     int64 // the agent's pid as it sees it (1 in namespace mode)
 	UID     int64
+	Home    string // $HOME: the sandbox's home, at its host path
 }
 
 // Exec asks the agent to start a command (the frame id is the exec id).
@@ -72,6 +73,7 @@ func (m Hello) Marshal() []byte {
 	e.uint(m.Version)
 	e.int(m.PID)
 	e.int(m.UID)
+	e.str(m.Home)
 	return e.b
 }
 
@@ -119,6 +121,7 @@ func (m PsReply) Marshal() []byte {
 func (m *Hello) Unmarshal(p []byte) error {
 	d := dec{b: p}
 	m.Version, m.PID, m.UID = d.uint("hello version"), d.int("hello pid"), d.int("hello uid")
+	m.Home = d.str("hello home")
 	return d.end("hello")
 }
 
