@@ -103,7 +103,8 @@
 //     not streamed.
 //   - Output writers are called from the session's one reader goroutine: a
 //     slow writer delays the output of the session's other execs (the
-//     agent then blocks on its pipe, and its commands on theirs).
+//     agent then blocks on its pipe, and its commands on theirs), and a
+//     writer that never returns holds Close (which waits for the reader).
 //   - Ps lists the commands the session started, not their children
 //     (Kill reaches those); finished commands are not kept.
 //   - Limits other than Wall are the run's: Memory and Processes bound the
