@@ -43,5 +43,20 @@ func checkAgent(p string) error {
 	if !fi.Mode().IsRegular() || fi.Mode()&need == 0 {
 		return fmt.Errorf("%w: %s must be a regular file executable by the sandbox's uid (mode %v)", ErrAgent, p, fi.Mode())
 	}
+	if os.Geteuid() == 0 {
+		// The Landlock mode runs it from the host's tree, as another uid.
+		for dir := filepath.Dir(p); ; dir = filepath.Dir(dir) {
+			di, err := os.Stat(dir)
+			if err != nil {
+				return fmt.Errorf("%w: %v", ErrAgent, err)
+			}
+			if di.Mode()&0o001 == 0 {
+				return fmt.Errorf("%w: %s is under %s (mode %v), which sandbox uids cannot pass: install the agent under a directory others may search (e.g. /usr/local/lib/warren) and set AgentPath", ErrAgent, p, dir, di.Mode().Perm())
+			}
+			if dir == "/" {
+				return nil
+			}
+		}
+	}
 	return nil
 }

@@ -165,6 +165,7 @@ func TestTTLEndsTheSession(t *testing.T) {
 }
 
 // A missing or unusable agent fails Start with ErrAgent, leaving nothing.
+// As root, so is one under a directory sandbox uids cannot search.
 func TestStartRefusesABadAgent(t *testing.T) {
 	r := newRunner(t, sandbox.IsolationLandlock)
 	for name, path := range map[string]string{
@@ -176,6 +177,16 @@ func TestStartRefusesABadAgent(t *testing.T) {
 			_, err := Start(context.Background(), r, Spec{AgentPath: path})
 			require.ErrorIs(t, err, ErrAgent)
 		})
+	}
+	if os.Geteuid() == 0 {
+		private := t.TempDir() // 0700
+		p := filepath.Join(private, AgentBinaryName)
+		b, err := os.ReadFile(testAgentPath)
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(p, b, 0o755))
+		_, err = Start(context.Background(), r, Spec{AgentPath: p})
+		require.ErrorIs(t, err, ErrAgent)
+		require.ErrorContains(t, err, "cannot pass")
 	}
 }
 

@@ -47,7 +47,8 @@ type Spec struct {
 	// AgentPath is the agent binary (cmd/warren-sandbox-agent, static).
 	// Defaults to warren-sandbox-agent next to the running executable. It
 	// is bound read-only into the sandbox at the same path, so a root
-	// worker's sandbox uids must be able to reach and execute it.
+	// worker's sandbox uids must be able to reach and execute it: every
+	// parent directory searchable by others (Start checks, ErrAgent).
 	AgentPath string
 }
 
