@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"errors"
 	"io"
 	"os"
 	"testing"
@@ -54,4 +55,35 @@ func TestStartRefusesAnotherProtocolVersion(t *testing.T) {
 	_, err := Start(context.Background(), scriptedRunner{frames: hello}, Spec{})
 	require.ErrorIs(t, err, ErrAgent)
 	require.ErrorContains(t, err, "protocol")
+}
+
+// FuzzAgentStream: whatever the agent's stream holds after its hello, the
+// session neither panics nor hangs: it serves or ends (GoneProtocol when a
+// frame breaks the protocol), and Close returns.
+func FuzzAgentStream(f *testing.F) {
+	f.Add(wire.AppendFrame(nil, wire.TypeStdout, 1, []byte("x")))
+	f.Add(wire.AppendFrame(nil, wire.TypeExit, 1, wire.Exit{ExitCode: 1}.Marshal()))
+	f.Add(wire.AppendFrame(nil, wire.TypePsReply, 1, wire.PsReply{Processes: []wire.Process{{PID: 3, Argv: []string{"a"}}}}.Marshal()))
+	f.Add(wire.AppendFrame(nil, wire.TypeKillReply, 2, wire.Reply{Code: wire.CodeNoProcess}.Marshal()))
+	f.Add([]byte{0, 0, 0, 5, 3, 0, 0, 0, 1})
+	home := f.TempDir()
+	f.Fuzz(func(t *testing.T, tail []byte) {
+		hello := wire.AppendFrame(nil, wire.TypeHello, 0, wire.Hello{Version: wire.Version, UID: int64(os.Geteuid()), Home: home}.Marshal())
+		s, err := Start(context.Background(), scriptedRunner{frames: append(hello, tail...)}, Spec{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+		defer cancel()
+		_, _ = s.Ps(ctx) // a forged reply may answer it; else it times out
+		if err := s.Err(); err != nil {
+			var g *GoneError
+			if !errors.As(err, &g) || g.Reason != GoneProtocol {
+				t.Fatalf("ended with %v", err)
+			}
+		}
+		if err := s.Close(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	})
 }
