@@ -14,14 +14,63 @@ import (
 )
 
 // scriptedRunner plays an agent that writes frames, then waits for the
-// session to end it.
-type scriptedRunner struct{ frames []byte }
+// session to end it, or (ends set) for one request and then ends so.
+type scriptedRunner struct {
+	frames []byte
+	ends   *sandbox.Result
+	err    error
+}
 
 func (r scriptedRunner) Run(ctx context.Context, spec sandbox.Spec) (*sandbox.Result, error) {
-	go func() { _, _ = io.Copy(io.Discard, spec.Stdin) }()
+	in := make(chan struct{})
+	go func() {
+		buf := make([]byte, 1)
+		if _, err := spec.Stdin.Read(buf); err == nil {
+			close(in)
+		}
+		_, _ = io.Copy(io.Discard, spec.Stdin)
+	}()
 	_, _ = spec.Stdout.Write(r.frames)
+	if r.ends != nil || r.err != nil {
+		select {
+		case <-in:
+		case <-ctx.Done():
+		}
+		return r.ends, r.err
+	}
 	<-ctx.Done()
 	return &sandbox.Result{ExitCode: -1, Signal: "SIGKILL"}, nil
+}
+
+// How the run ended decides the GoneError's reason.
+func TestGoneReasons(t *testing.T) {
+	hello := wire.AppendFrame(nil, wire.TypeHello, 0, wire.Hello{Version: wire.Version, UID: int64(os.Geteuid()), Home: t.TempDir()}.Marshal())
+	runnerErr := errors.New("wait failed")
+	for name, c := range map[string]struct {
+		res  *sandbox.Result
+		err  error
+		want GoneReason
+	}{
+		"ttl":    {res: &sandbox.Result{ExitCode: -1, Signal: "SIGKILL", TimedOut: true, Timeout: sandbox.TimeoutWall}, want: GoneTTL},
+		"cpu":    {res: &sandbox.Result{ExitCode: -1, Signal: "SIGKILL", TimedOut: true, Timeout: sandbox.TimeoutCPU}, want: GoneCPU},
+		"oom":    {res: &sandbox.Result{ExitCode: -1, Signal: "SIGKILL", OOMKills: 1}, want: GoneOOM},
+		"exited": {res: &sandbox.Result{ExitCode: 2}, want: GoneAgentExited},
+		"runner": {err: runnerErr, want: GoneRunner},
+	} {
+		t.Run(name, func(t *testing.T) {
+			s, err := Start(context.Background(), scriptedRunner{frames: hello, ends: c.res, err: c.err}, Spec{})
+			require.NoError(t, err)
+			_, err = s.Exec(context.Background(), ExecRequest{Argv: []string{"true"}}, nil, nil)
+			require.ErrorIs(t, err, ErrSessionGone)
+			var g *GoneError
+			require.ErrorAs(t, err, &g)
+			require.Equal(t, c.want, g.Reason, g.Error())
+			if c.err != nil {
+				require.ErrorIs(t, err, runnerErr)
+			}
+			require.NoError(t, s.Close(context.Background()))
+		})
+	}
 }
 
 // The agent's stream comes from inside the sandbox: a frame that breaks
