@@ -28,6 +28,7 @@ deps: ## Install the Debian packages the tests and demo need (as root) if missin
 build: ## Build bin/warren
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/warren
 	CGO_ENABLED=0 $(GO) build -o $(dir $(BIN))warren-sandbox-init ./cmd/warren-sandbox-init
+	CGO_ENABLED=0 $(GO) build -o $(dir $(BIN))warren-sandbox-agent ./cmd/warren-sandbox-agent
 
 test: deps build ## Run every test: root suite, unprivileged sandbox suite, race detector on the concurrent packages
 	$(MAKE) --no-print-directory test-go

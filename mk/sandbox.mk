@@ -1,13 +1,15 @@
 # Sandbox suite as an ordinary user: namespace mode must work for a worker
 # that is not root (1:1 uid mapping, no cgroups). Creates the system user
 # $(SANDBOX_TEST_USER) if missing (needs root), builds the test binaries of
-# ./sandbox and ./sandbox/files and the dedicated init, and runs them as
+# ./sandbox, ./sandbox/files and ./sandbox/session, the dedicated init and the session agent, and runs them as
 # that user. CI=true is passed through, so a missing kernel feature fails
 # instead of skipping.
 SANDBOX_TEST_USER ?= warren-test
 SANDBOX_TEST_BIN  ?= /tmp/warren-sandbox-unpriv.test
 SANDBOX_FILES_BIN ?= /tmp/warren-sandbox-files-unpriv.test
 SANDBOX_INIT_BIN  ?= /tmp/warren-sandbox-unpriv-init
+SESSION_TEST_BIN  ?= /tmp/warren-session-unpriv.test
+SESSION_AGENT_BIN ?= /tmp/warren-session-unpriv-agent
 
 .PHONY: test-sandbox-unpriv
 test-sandbox-unpriv: ## Run the sandbox tests as an unprivileged user (creates $(SANDBOX_TEST_USER) if missing)
@@ -19,8 +21,10 @@ test-sandbox-unpriv: ## Run the sandbox tests as an unprivileged user (creates $
 		useradd --system --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin $(SANDBOX_TEST_USER)
 	$(GO) test -c -o $(SANDBOX_TEST_BIN) ./sandbox
 	$(GO) test -c -o $(SANDBOX_FILES_BIN) ./sandbox/files
+	$(GO) test -c -o $(SESSION_TEST_BIN) ./sandbox/session
 	CGO_ENABLED=0 $(GO) build -o $(SANDBOX_INIT_BIN) ./cmd/warren-sandbox-init
-	chmod 0755 $(SANDBOX_TEST_BIN) $(SANDBOX_FILES_BIN) $(SANDBOX_INIT_BIN)
+	CGO_ENABLED=0 $(GO) build -o $(SESSION_AGENT_BIN) ./cmd/warren-sandbox-agent
+	chmod 0755 $(SANDBOX_TEST_BIN) $(SANDBOX_FILES_BIN) $(SESSION_TEST_BIN) $(SANDBOX_INIT_BIN) $(SESSION_AGENT_BIN)
 	cd / && setpriv --reuid=$(SANDBOX_TEST_USER) --regid=$(SANDBOX_TEST_USER) --init-groups \
 		env -i PATH=/usr/local/bin:/usr/bin:/bin HOME=/tmp TMPDIR=/tmp CI="$(CI)" \
 		WARREN_SANDBOX_TEST_INIT=$(SANDBOX_INIT_BIN) \
@@ -28,4 +32,8 @@ test-sandbox-unpriv: ## Run the sandbox tests as an unprivileged user (creates $
 	cd / && setpriv --reuid=$(SANDBOX_TEST_USER) --regid=$(SANDBOX_TEST_USER) --init-groups \
 		env -i PATH=/usr/local/bin:/usr/bin:/bin HOME=/tmp TMPDIR=/tmp CI="$(CI)" \
 		$(SANDBOX_FILES_BIN) -test.count=1 -test.timeout=5m
-	rm -f $(SANDBOX_TEST_BIN) $(SANDBOX_FILES_BIN) $(SANDBOX_INIT_BIN)
+	cd / && setpriv --reuid=$(SANDBOX_TEST_USER) --regid=$(SANDBOX_TEST_USER) --init-groups \
+		env -i PATH=/usr/local/bin:/usr/bin:/bin HOME=/tmp TMPDIR=/tmp CI="$(CI)" \
+		WARREN_SANDBOX_TEST_INIT=$(SANDBOX_INIT_BIN) WARREN_SESSION_TEST_AGENT=$(SESSION_AGENT_BIN) \
+		$(SESSION_TEST_BIN) -test.count=1 -test.timeout=10m
+	rm -f $(SANDBOX_TEST_BIN) $(SANDBOX_FILES_BIN) $(SESSION_TEST_BIN) $(SANDBOX_INIT_BIN) $(SESSION_AGENT_BIN)
