@@ -2,8 +2,10 @@ package sandbox
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
+	"syscall"
 	"testing"
 	"time"
 
@@ -33,6 +35,24 @@ func bwrapArgs(scratch string) []string {
 	return args
 }
 
+// bwrapBench is the setup of a benchmark against bwrap: the bwrap binary
+// (skipping without one), a scratch root sandbox uids can traverse, and
+// bwrap's arguments with a scratch directory in it.
+func bwrapBench(b *testing.B) (bwrap, root string, bargs []string) {
+	sandboxtest.RequireUserNS(b)
+	bwrap, err := exec.LookPath("bwrap")
+	if err != nil {
+		b.Skip("bwrap not installed (apt-get install bubblewrap): no baseline to compare with")
+	}
+	root, err = os.MkdirTemp("", "warren-bench-")
+	require.NoError(b, err)
+	b.Cleanup(func() { _ = os.RemoveAll(root) })
+	require.NoError(b, os.Chmod(root, 0o711))
+	scratch, err := os.MkdirTemp(root, "bwrap-")
+	require.NoError(b, err)
+	return bwrap, root, bwrapArgs(scratch)
+}
+
 // BenchmarkSandboxStart times start+exit of /bin/true five ways,
 // interleaved in one loop so load changes hit all alike: plain fork/exec;
 // a full Run in the production namespace configuration (with the Landlock
@@ -43,15 +63,7 @@ func bwrapArgs(scratch string) []string {
 // and reports that wait on its own). It reports
 // each as ms/op and the ratios to bwrap (goal < 1) and to plain (goal < 3).
 func BenchmarkSandboxStart(b *testing.B) {
-	sandboxtest.RequireUserNS(b)
-	bwrap, err := exec.LookPath("bwrap")
-	if err != nil {
-		b.Skip("bwrap not installed (apt-get install bubblewrap): no baseline to compare with")
-	}
-	root, err := os.MkdirTemp("", "warren-bench-")
-	require.NoError(b, err)
-	b.Cleanup(func() { _ = os.RemoveAll(root) })
-	require.NoError(b, os.Chmod(root, 0o711))
+	bwrap, root, bargs := bwrapBench(b)
 	r, err := startedNew(Config{Isolation: IsolationNamespace, ScratchRoot: root})
 	require.NoError(b, err)
 	rNS, err := startedNew(Config{Isolation: IsolationNamespace, ScratchRoot: root})
@@ -60,9 +72,6 @@ func BenchmarkSandboxStart(b *testing.B) {
 	rWarm, err := startedNew(Config{Isolation: IsolationNamespace, ScratchRoot: root, Prestart: 1})
 	require.NoError(b, err)
 	b.Cleanup(func() { _ = rWarm.Close() })
-	scratch, err := os.MkdirTemp(root, "bwrap-")
-	require.NoError(b, err)
-	bargs := bwrapArgs(scratch)
 	ctx := context.Background()
 	spec := Spec{Argv: []string{"/bin/true"}}
 	// Warm up each path once (page cache, cgroup detection).
@@ -129,4 +138,93 @@ func BenchmarkSandboxStart(b *testing.B) {
 	b.ReportMetric(float64(warm)/float64(bw), "warm/bwrap")
 	b.ReportMetric(float64(warm)/float64(plain), "warm/plain")
 	b.ReportMetric(ms(refill), "refill-wait-ms/op")
+}
+
+// BenchmarkRunnerThroughput: trivial tasks (/bin/true) through the Runner
+// at parallelism 2 with warm sandboxes (Config.Prestart 2, the worker's
+// configuration at capacity 2) against bwrap spawning the same command
+// directly, 2 at a time, with the view of bwrapArgs. Rounds of 40 tasks
+// alternate between the two, so outside load falls on both alike; the
+// Runner's refills run inside its rounds (back to back, as a saturated
+// worker runs). It reports both rates and runner/bwrap (goal >= 1).
+func BenchmarkRunnerThroughput(b *testing.B) {
+	bwrap, root, bargs := bwrapBench(b)
+	const parallel, perRound = 2, 40
+	r, err := startedNew(Config{Isolation: IsolationNamespace, ScratchRoot: root, Prestart: parallel})
+	require.NoError(b, err)
+	b.Cleanup(func() { _ = r.Close() })
+	ctx := context.Background()
+	spec := Spec{Argv: []string{"/bin/true"}}
+	res, err := r.Run(ctx, spec)
+	require.NoError(b, err)
+	b.Logf("runner: %s", res.InForce)
+	round := func(task func() error) time.Duration {
+		next := make(chan struct{}, perRound)
+		for range perRound {
+			next <- struct{}{}
+		}
+		close(next)
+		errs := make(chan error, parallel)
+		t0 := time.Now()
+		for range parallel {
+			go func() {
+				for range next {
+					if err := task(); err != nil {
+						errs <- err
+						return
+					}
+				}
+				errs <- nil
+			}()
+		}
+		for range parallel {
+			require.NoError(b, <-errs)
+		}
+		return time.Since(t0)
+	}
+	runTask := func() error {
+		res, err := r.Run(ctx, spec)
+		if err == nil && res.ExitCode != 0 {
+			err = fmt.Errorf("exit %d", res.ExitCode)
+		}
+		return err
+	}
+	bwrapTask := func() error {
+		if out, err := exec.Command(bwrap, bargs...).CombinedOutput(); err != nil {
+			return fmt.Errorf("%w: %s", err, out)
+		}
+		return nil
+	}
+	// CPU of this process and its reaped children (inits, bwrap), per side.
+	var tr, tb, cr, cb time.Duration
+	timed := func(task func() error, wall, cpu *time.Duration) {
+		c0 := processCPU()
+		*wall += round(task)
+		*cpu += processCPU() - c0
+	}
+	b.ResetTimer()
+	for range b.N {
+		timed(bwrapTask, &tb, &cb)
+		timed(runTask, &tr, &cr)
+	}
+	tasks := float64(b.N * perRound)
+	b.ReportMetric(0, "ns/op")
+	b.ReportMetric(tasks/tr.Seconds(), "runner-tasks/s")
+	b.ReportMetric(tasks/tb.Seconds(), "bwrap-tasks/s")
+	b.ReportMetric(tb.Seconds()/tr.Seconds(), "runner/bwrap")
+	b.ReportMetric(float64(cr.Microseconds())/1000/tasks, "runner-cpu-ms/task")
+	b.ReportMetric(float64(cb.Microseconds())/1000/tasks, "bwrap-cpu-ms/task")
+}
+
+// processCPU is the user+system time of this process and of its reaped
+// children.
+func processCPU() time.Duration {
+	var total time.Duration
+	for _, who := range []int{syscall.RUSAGE_SELF, syscall.RUSAGE_CHILDREN} {
+		var ru syscall.Rusage
+		if syscall.Getrusage(who, &ru) == nil {
+			total += time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+		}
+	}
+	return total
 }

@@ -201,6 +201,13 @@ func (cg *runCgroup) attach(pid int, force bool) error {
 	return nil
 }
 
+// needsAttach reports whether an init must be moved into the cgroup
+// (attach does something): always on v1; on v2 when it was not born in
+// it.
+func (cg *runCgroup) needsAttach(born bool) bool {
+	return cg != nil && (cg.version == 1 || !born)
+}
+
 // peakMemory is the run's peak memory use in bytes (0 when unknown).
 func (cg *runCgroup) peakMemory() int64 {
 	b, err := cg.readMemoryFile("memory.max_usage_in_bytes", "memory.peak")

@@ -219,11 +219,16 @@
 // pipe) and the init exits. Limits hold down to 64 MiB for a static
 // program and 256 MiB for python3 in every mode (tests); a Go program needs
 // a cgroup or a limit above its ~1.2 GB of reservations. The init itself
-// is in the run's cgroup from before it reads its config: on cgroup v2
+// is in the run's cgroup from before it reads its task: on cgroup v2
 // (born there, CLONE_INTO_CGROUP) its few MB of resident setup memory
 // count against the limit until the exec, so a limit of a few MiB can end
 // the init during setup (an infrastructure error); on v1 its runtime's
 // pages stay charged to the worker's cgroup (4 MiB runs /bin/true here).
+// Where the init must be moved into its cgroup (v1 always: writing
+// cgroup.procs waits for an RCU grace period, 1-10 ms on a busy host),
+// the worker sends the view first and attaches the init while it builds
+// it, as for a warm sandbox; the task follows once the init is attached
+// and has reported its view built.
 //
 // What ended a run is reported, not guessed from the signal alone:
 // Result.Timeout is "wall" when the wall limit (or nothing else) killed

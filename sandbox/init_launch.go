@@ -78,6 +78,16 @@ func (r *Runner) launchInit(ctx context.Context, l initLaunch) (*Result, error) 
 	return s.finish(ctx, l)
 }
 
+// killRun kills an init's run: its tree (killTree) or the init, which in
+// a pid namespace takes the whole namespace with it.
+func killRun(cmd *exec.Cmd, killTree func(*os.Process)) {
+	if killTree != nil {
+		killTree(cmd.Process)
+		return
+	}
+	_ = cmd.Process.Kill()
+}
+
 // startInit clones the init. The caller's goroutine must be locked to its
 // OS thread until the init is reaped (Pdeathsig).
 func startInit(init initBinary, attr *syscall.SysProcAttr, cgroupV2Dir string, stdin io.Reader, stdout, stderr io.Writer) (*startedInit, error) {
@@ -145,25 +155,12 @@ func startInit(init initBinary, attr *syscall.SysProcAttr, cgroupV2Dir string, s
 // the task tree to end (on the thread that started the init).
 func (s *startedInit) finish(ctx context.Context, l initLaunch) (*Result, error) {
 	cmd := s.cmd
-	kill := func() { _ = cmd.Process.Kill() }
-	if l.killTree != nil {
-		kill = func() { l.killTree(cmd.Process) }
-	}
-	fail := func(se *SetupError) (*Result, error) {
+	kill := func() { killRun(cmd, l.killTree) }
+	fail := func(err error) (*Result, error) {
 		kill()
 		_ = cmd.Wait()
-		return nil, se
+		return nil, err
 	}
-	if !s.attached {
-		if err := l.cgroup.attach(cmd.Process.Pid, l.cgroup.v2Dir() != "" && !cmd.SysProcAttr.UseCgroupFD); err != nil {
-			return fail(&SetupError{Step: "attach cgroup", Err: err})
-		}
-	}
-	// The init blocks on its config until it is in its cgroup.
-	if err := writeJSON(s.confW, l.cfg); err != nil {
-		return fail(&SetupError{Step: "send config", Err: err})
-	}
-
 	wall := time.NewTimer(l.spec.Limits.Wall)
 	defer wall.Stop()
 	done := make(chan struct{})
@@ -180,6 +177,26 @@ func (s *startedInit) finish(ctx context.Context, l initLaunch) (*Result, error)
 		case <-done:
 		}
 	}()
+	cfg := l.cfg
+	if !s.attached && l.cgroup.needsAttach(s.bornInCgroup()) {
+		// Attaching waits for an RCU grace period on cgroup v1 (1-10 ms
+		// on a busy host): the init builds its view meanwhile (prepare),
+		// and the task follows once the init is in its cgroup.
+		if err := s.prepare(l.cgroup, cfg.NS, cfg.Landlock); err != nil {
+			if timedOut.Load() || ctx.Err() != nil {
+				return fail(&SetupError{Step: "setup", Err: context.DeadlineExceeded})
+			}
+			return fail(err)
+		}
+		task := *cfg
+		task.NS = nil // built
+		cfg = &task
+	}
+	// The init is in its cgroup (attached, or born there) before it
+	// reads its task.
+	if err := writeJSON(s.confW, cfg); err != nil {
+		return fail(&SetupError{Step: "send config", Err: err})
+	}
 
 	status, err := io.ReadAll(s.statusR)
 	if err != nil {
@@ -220,17 +237,22 @@ func (s *startedInit) finish(ctx context.Context, l initLaunch) (*Result, error)
 	return res, nil
 }
 
-// prepare attaches the init to its cgroup, sends the view (and the
-// Landlock policy to build ahead) and waits until the init reports it
-// built (or names the step that failed).
+// bornInCgroup: the init was cloned into its cgroup (v2 CgroupFD).
+func (s *startedInit) bornInCgroup() bool { return s.cmd.SysProcAttr.UseCgroupFD }
+
+// prepare sends the view (and the Landlock policy to build ahead),
+// attaches the init to its cgroup while the init builds them, and waits
+// until the init reports it built (or names the step that failed). The
+// init runs only its own code before it is in its cgroup: the task comes
+// after prepare, in a second config (finish).
 func (s *startedInit) prepare(cg *runCgroup, ns *nsConfig, policy *landlockPolicy) error {
-	if err := cg.attach(s.cmd.Process.Pid, cg.v2Dir() != "" && !s.cmd.SysProcAttr.UseCgroupFD); err != nil {
-		return &SetupError{Step: "attach cgroup", Err: err}
-	}
-	s.attached = true
 	if err := writeJSON(s.confW, &initConfig{Prepare: true, NS: ns, Landlock: policy}); err != nil {
 		return &SetupError{Step: "send view", Err: err}
 	}
+	if err := cg.attach(s.cmd.Process.Pid, !s.bornInCgroup()); err != nil {
+		return &SetupError{Step: "attach cgroup", Err: err}
+	}
+	s.attached = true
 	var b [1]byte
 	if _, err := io.ReadFull(s.statusR, b[:]); err != nil {
 		return &SetupError{Step: "init", Err: errInitDied}

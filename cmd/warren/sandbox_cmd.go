@@ -64,10 +64,11 @@ func (c *sandboxRunCmd) Run(g *globals) error {
 	if err != nil {
 		return err
 	}
+	// No Start: one cold run needs no warm pool, and the sweep of dead
+	// workers' leftovers is a worker's start-up work (warren up, warren
+	// worker), not a by-hand command's (it read the scratch root and
+	// every run cgroup on each call).
 	defer r.Close()
-	if err := r.Start(g.Ctx); err != nil {
-		return err
-	}
 	res, err := r.Run(g.Ctx, sandbox.Spec{
 		Argv:     argv,
 		Stdin:    g.IO.In,

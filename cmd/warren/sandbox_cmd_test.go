@@ -110,3 +110,26 @@ func mkHostDir(t *testing.T) string {
 	require.NoError(t, os.Chmod(d, 0o755))
 	return d
 }
+
+// The narrowed tree `warren sandbox ...` is parsed against reads the same
+// flags and arguments as the whole cli.
+func TestSandboxGrammarParsesAsTheWholeCLI(t *testing.T) {
+	args := []string{"sandbox", "run", "--log-level", "warn", "--isolation", "landlock", "--ro", "/opt", "--timeout", "3s", "--network", "loopback", "--uid-base", "70000", "--", "/bin/sh", "-c", "true"}
+	parse := func(tree any) {
+		p, err := kong.New(tree, kong.Name("warren"), kong.Vars{"default_data_dir": t.TempDir(), "sandbox_help": "h"})
+		require.NoError(t, err)
+		_, err = p.Parse(args)
+		require.NoError(t, err)
+	}
+	narrow, g := grammar(args)
+	require.IsType(t, &sandboxCLI{}, narrow)
+	parse(narrow)
+	var whole cli
+	parse(&whole)
+	require.Equal(t, whole.Sandbox, narrow.(*sandboxCLI).Sandbox)
+	require.Equal(t, "warn", g.LogLevel)
+	require.Equal(t, whole.LogLevel, g.LogLevel)
+
+	other, _ := grammar([]string{"exec", "--", "true"})
+	require.IsType(t, &cli{}, other)
+}
