@@ -293,9 +293,10 @@
 //     worker) and no live init (orphan_sweep_linux.go). A program that
 //     embeds the Runner and starts its own seccomp'd children would see
 //     them swept; a SIGKILLed worker leaves its runs' leftovers.
-//   - Spec.UnixSockets is not exposed in profiles or tasks yet; in
-//     Landlock-only mode it makes the host's pathname sockets reachable
-//     again below Landlock ABI 9.
+//   - Spec.UnixSockets in Landlock-only mode makes the host's pathname
+//     sockets reachable again below Landlock ABI 9; the worker sets it only
+//     for exec profiles the operator opted in (--unix-socket-profile) and
+//     never without a mount namespace.
 //   - /proc shows the kernel-global files (meminfo, cpuinfo, loadavg): host
 //     load and memory size are observable.
 //   - Read-only binds and /usr are shared between runs: readable, and

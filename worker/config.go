@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"slices"
 	"time"
 
 	"github.com/nats-io/nkeys"
@@ -48,6 +49,15 @@ type Config struct {
 	Capacity int
 	// ExecProfiles are the exec profiles served. Defaults to ["default"].
 	ExecProfiles []string
+	// UnixSocketProfiles are the exec profiles (a subset of ExecProfiles)
+	// whose tasks and sandbox sessions may create AF_UNIX sockets
+	// (sandbox.Spec.UnixSockets), for programs that serve a unix socket in
+	// their own home. An operator's choice, never a task's: the seccomp
+	// filter refuses socket(AF_UNIX) everywhere else. Only safe where the
+	// sandbox has a mount namespace (namespace or layered isolation): the
+	// composition root refuses it over Landlock-only isolation, where the
+	// host's pathname sockets would be reachable again. Defaults to none.
+	UnixSocketProfiles []string
 	// Runner runs sandboxes. Required.
 	Runner Runner
 	// Isolation lists the modes Runner offers, for the host registry.
@@ -148,6 +158,11 @@ func (c Config) validate() error {
 		pub, err := c.SealKey.PublicKey()
 		if _, perr := c.SealKey.PrivateKey(); err != nil || perr != nil || !nkeys.IsValidPublicCurveKey(pub) {
 			return errors.New("worker config: SealKey must be a curve key pair with its seed (warren keys init writes one)")
+		}
+	}
+	for i, p := range c.UnixSocketProfiles {
+		if !slices.Contains(c.ExecProfiles, p) {
+			return fmt.Errorf("worker config: UnixSocketProfiles[%d]: %q is not one of the exec profiles served %v", i, p, c.ExecProfiles)
 		}
 	}
 	probe := messages.Task{V: messages.Version, ID: "x", Batch: "x", Kind: messages.KindExec, Argv: []string{"x"}, Pool: c.Pool}

@@ -181,7 +181,9 @@ func (w *Worker) execute(ctx context.Context, t *messages.Task, delivery int, em
 		res.WallMS, res.CPUMS, res.PeakMemoryBytes = out.Wall.Milliseconds(), out.CPU.Milliseconds(), out.PeakMemory
 		res.Sandbox = out.InForce
 	default:
-		sres, err = w.cfg.Runner.Run(ctx, specFor(t, stdout, stderr))
+		spec := specFor(t, stdout, stderr)
+		spec.UnixSockets = w.unixSockets(t.Profile, spec.Isolation)
+		sres, err = w.cfg.Runner.Run(ctx, spec)
 		if err != nil {
 			if errors.Is(err, sandbox.ErrInvalidSpec) {
 				res.Status, res.ExitCode = messages.StatusInvalid, -1

@@ -63,6 +63,7 @@ type workerOpts struct {
 	ackWait    time.Duration
 	maxDeliver int
 	profiles   []string             // Config.ExecProfiles; default one
+	unix       []string             // Config.UnixSocketProfiles
 	pullWait   time.Duration        // Config.PullWait; default 500ms
 	sealKey    nkeys.KeyPair        // Config.SealKey
 	logTo      io.Writer            // debug-level log sink; default the test log at warn
@@ -84,16 +85,17 @@ func startWorker(t testing.TB, b *brokertest.Broker, name string, o workerOpts) 
 		o.isolation = []messages.Isolation{messages.IsolationNone}
 	}
 	w, err := worker.New(nc, worker.Config{
-		HostID:       name,
-		Capacity:     max(o.capacity, 1),
-		Runner:       o.runner,
-		ExecProfiles: o.profiles,
-		Isolation:    o.isolation,
-		Consumer:     broker.ConsumerConfig{AckWait: max(o.ackWait, 3*time.Second), MaxDeliver: o.maxDeliver},
-		PullWait:     cmp.Or(o.pullWait, 500*time.Millisecond),
-		RetryBase:    50 * time.Millisecond,
-		Logger:       logger,
-		SealKey:      o.sealKey,
+		HostID:             name,
+		Capacity:           max(o.capacity, 1),
+		Runner:             o.runner,
+		ExecProfiles:       o.profiles,
+		UnixSocketProfiles: o.unix,
+		Isolation:          o.isolation,
+		Consumer:           broker.ConsumerConfig{AckWait: max(o.ackWait, 3*time.Second), MaxDeliver: o.maxDeliver},
+		PullWait:           cmp.Or(o.pullWait, 500*time.Millisecond),
+		RetryBase:          50 * time.Millisecond,
+		Logger:             logger,
+		SealKey:            o.sealKey,
 
 		TaskStarted: o.started,
 		Metrics:     o.metrics,

@@ -2,6 +2,7 @@ package worker
 
 import (
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -39,4 +40,13 @@ func specFor(t *messages.Task, stdout, stderr io.Writer) sandbox.Spec {
 			OpenFiles: t.Limits.OpenFiles,
 		},
 	}
+}
+
+// unixSockets says whether a run of exec profile p in isolation iso may
+// create AF_UNIX sockets (Config.UnixSocketProfiles): never in Landlock-only
+// isolation asked for by the task, where the host's pathname sockets would
+// be reachable (the composition root refuses the option when the runner's
+// own mode has no mount namespace).
+func (w *Worker) unixSockets(p string, iso sandbox.Isolation) bool {
+	return iso != sandbox.IsolationLandlock && slices.Contains(w.cfg.UnixSocketProfiles, p)
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"strings"
 	"sync"
 	"time"
 
@@ -137,6 +138,9 @@ func (h *host) start(ctx context.Context) error {
 	if h.iso == sandbox.IsolationNone {
 		h.log.Warn().Msg("INSECURE: tasks run without isolation (--insecure-no-isolation)")
 	}
+	if len(h.f.UnixSocketProfiles) > 0 && h.iso != sandbox.IsolationNone && !strings.Contains(inForce, "namespace") {
+		return fmt.Errorf("--unix-socket-profile needs a mount namespace, and this host's sandboxes run with %s: without one the host's pathname unix sockets (/tmp, /run) would be reachable; drop the flag or fix namespace isolation (`warren doctor`)", inForce)
+	}
 
 	svc, err := h.verifier(nc)
 	if err != nil {
@@ -151,19 +155,20 @@ func (h *host) start(ctx context.Context) error {
 		reg = h.obs.Registry()
 	}
 	w, err := worker.New(nc, worker.Config{
-		SealKey:       h.sealKey,
-		InboxPrefixes: h.inboxes,
-		Verifier:      verifier,
-		HostID:        h.f.HostID,
-		Pool:          h.f.Pool,
-		Capacity:      h.f.Capacity,
-		ExecProfiles:  h.f.Profiles,
-		Runner:        runner,
-		Isolation:     []messages.Isolation{messages.Isolation(inForce)},
-		PullWait:      h.f.pullWait,
-		Version:       version,
-		Logger:        h.log,
-		Metrics:       reg,
+		SealKey:            h.sealKey,
+		InboxPrefixes:      h.inboxes,
+		Verifier:           verifier,
+		HostID:             h.f.HostID,
+		Pool:               h.f.Pool,
+		Capacity:           h.f.Capacity,
+		ExecProfiles:       h.f.Profiles,
+		UnixSocketProfiles: h.f.UnixSocketProfiles,
+		Runner:             runner,
+		Isolation:          []messages.Isolation{messages.Isolation(inForce)},
+		PullWait:           h.f.pullWait,
+		Version:            version,
+		Logger:             h.log,
+		Metrics:            reg,
 	})
 	if err != nil {
 		return err

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"net"
+	"os"
 	"testing"
 	"time"
 
@@ -110,4 +111,37 @@ func TestHostRefusesNoIsolationWithoutInsecure(t *testing.T) {
 	_, err := newHost(&globals{Log: zerolog.Nop()}, f, link)
 	require.ErrorContains(t, err, "--insecure-no-isolation")
 	require.Zero(t, link.opens)
+}
+
+// TestHostUnixSocketProfilesNeedAMountNamespace: --unix-socket-profile
+// over Landlock-only isolation would reopen the host's pathname sockets, so
+// the host refuses to start, naming the flag; over this host's default
+// (namespaces) the same flag starts (the control).
+func TestHostUnixSocketProfilesNeedAMountNamespace(t *testing.T) {
+	br := brokertest.Start(t, brokertest.Options{})
+	for _, c := range []struct {
+		iso    string
+		refuse bool
+	}{{"landlock", true}, {"auto", false}} {
+		t.Run(c.iso, func(t *testing.T) {
+			nc, _ := br.Dial(t, "host-"+c.iso)
+			f := testHostFlags(t)
+			f.Isolation, f.InsecureNoIsolation, f.HostID = c.iso, false, "host-"+c.iso
+			f.UnixSocketProfiles = []string{messages.DefaultProfile}
+			root, err := os.MkdirTemp("", "warren-host-unix-")
+			require.NoError(t, err)
+			require.NoError(t, os.Chmod(root, 0o711)) // sandbox uids reach their scratch
+			t.Cleanup(func() { _ = os.RemoveAll(root) })
+			f.ScratchRoot = root
+			h, err := newHost(&globals{Log: zerolog.Nop()}, f, &countingLink{nc: nc})
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = h.Stop(context.Background()) })
+			err = h.Start(t.Context())
+			if c.refuse {
+				require.ErrorContains(t, err, "--unix-socket-profile needs a mount namespace")
+				return
+			}
+			require.NoError(t, err)
+		})
+	}
 }

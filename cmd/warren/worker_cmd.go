@@ -15,6 +15,7 @@ type workerFlags struct {
 	Capacity            int           `help:"Sandbox slots: the most tasks this host runs at once. 0 means one per CPU." default:"0"`
 	Pool                string        `help:"Worker pool to serve." default:"default"`
 	Profiles            []string      `name:"profile" help:"Exec profiles served (repeatable)." default:"default"`
+	UnixSocketProfiles  []string      `name:"unix-socket-profile" help:"Exec profile (one of --profile, repeatable) whose tasks and sandboxes may create AF_UNIX sockets, for programs serving a unix socket in their own home. Needs namespace or layered isolation. Default: none (socket(AF_UNIX) refused)."`
 	Isolation           string        `help:"Sandbox mode: auto (strongest available, refuse if none), namespace, landlock, or none (needs --insecure-no-isolation)." enum:"auto,namespace,landlock,none" default:"auto"`
 	InsecureNoIsolation bool          `name:"insecure-no-isolation" help:"Allow --isolation=none: tasks run WITHOUT a sandbox (timeouts, process-group kill, output caps and a cleared environment only). Never for untrusted code."`
 	HostID              string        `name:"host-id" help:"Name of this host in results and the registry (default: hostname-pid)."`
