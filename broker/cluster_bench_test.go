@@ -3,6 +3,7 @@ package broker_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"syscall"
 	"testing"
 	"time"
@@ -12,6 +13,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/warrenhq/warren/broker/brokertest"
 	"github.com/warrenhq/warren/messages"
+	"github.com/warrenhq/warren/sandbox"
+	"github.com/warrenhq/warren/sandbox/sandboxtest"
 )
 
 // BenchmarkClusterVsSingle runs the same trivial batch through one
@@ -25,7 +28,6 @@ import (
 // bus: the messages the workers' connections send and receive and the
 // writes stored in the claims bucket, per task.
 func BenchmarkClusterVsSingle(b *testing.B) {
-	const tasks = 1000
 	single := brokertest.Start(b, brokertest.Options{})
 	var singleConns []*nats.Conn
 	for i := range 3 {
@@ -33,9 +35,41 @@ func BenchmarkClusterVsSingle(b *testing.B) {
 		singleConns = append(singleConns, nc)
 	}
 	fleetWorkers(b, singleConns, 8)
-	r1 := fleetSide{name: "single node R1", admin: single.Conn, workers: singleConns}
-
 	cluster := startClusterFleet(b, 8)
+	compareSides(b, 1000, single.Conn, singleConns, cluster)
+}
+
+// BenchmarkClusterVsSingleSandboxed is BenchmarkClusterVsSingle as users
+// run it: the same trivial batch (/bin/true) run by real sandboxes (one
+// runner with warm sandboxes shared by the six workers, in the host's
+// strongest mode), three workers of one slot each per side. The queue's
+// share of a task is then what R3 adds to a sandboxed run; the other
+// benchmark isolates the queue's own cost.
+func BenchmarkClusterVsSingleSandboxed(b *testing.B) {
+	root, err := os.MkdirTemp("", "warren-cluster-bench-")
+	require.NoError(b, err)
+	require.NoError(b, os.Chmod(root, 0o711)) // sandbox uids reach their scratch
+	b.Cleanup(func() { _ = os.RemoveAll(root) })
+	runner, err := sandbox.New(sandbox.Config{ScratchRoot: root, InitPath: sandboxtest.BuildInit(b), Prestart: 3})
+	require.NoError(b, err)
+	b.Cleanup(func() { _ = runner.Close() })
+	require.NoError(b, runner.Start(context.Background()))
+
+	single := brokertest.Start(b, brokertest.Options{})
+	var singleConns []*nats.Conn
+	for i := range 3 {
+		nc, _ := single.Dial(b, fmt.Sprintf("worker-%d", i))
+		singleConns = append(singleConns, nc)
+	}
+	fleetWorkersOn(b, singleConns, 1, runner, messages.IsolationAuto)
+	cluster := startClusterFleetOn(b, 1, runner, messages.IsolationAuto)
+	compareSides(b, 300, single.Conn, singleConns, cluster)
+}
+
+// compareSides runs batches of n tasks through both sides, alternating,
+// and reports the medians.
+func compareSides(b *testing.B, tasks int, singleAdmin *nats.Conn, singleConns []*nats.Conn, cluster *clusterFleet) {
+	r1 := fleetSide{name: "single node R1", admin: singleAdmin, workers: singleConns}
 	r3 := fleetSide{name: "3-node cluster R3", admin: cluster.admin, workers: cluster.workers}
 
 	var ratios []float64

@@ -11,6 +11,7 @@ import (
 	"github.com/warrenhq/warren/broker"
 	"github.com/warrenhq/warren/broker/brokertest"
 	"github.com/warrenhq/warren/messages"
+	"github.com/warrenhq/warren/worker"
 )
 
 // clusterTasks is the batch size of the cluster failure tests: the issue's
@@ -40,6 +41,13 @@ type clusterFleet struct {
 
 func startClusterFleet(t testing.TB, capacity int) *clusterFleet {
 	t.Helper()
+	return startClusterFleetOn(t, capacity, trivialRunner{}, messages.IsolationNone)
+}
+
+// startClusterFleetOn is startClusterFleet with the workers' runner and
+// the isolation it offers.
+func startClusterFleetOn(t testing.TB, capacity int, runner worker.Runner, iso messages.Isolation) *clusterFleet {
+	t.Helper()
 	c := brokertest.StartCluster(t, 3)
 	admin, js := c.Dial(t, "admin")
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -53,7 +61,7 @@ func startClusterFleet(t testing.TB, capacity int) *clusterFleet {
 		nc, _ := c.DialNode(t, i, "worker")
 		f.workers = append(f.workers, nc)
 	}
-	fleetWorkers(t, f.workers, capacity)
+	fleetWorkersOn(t, f.workers, capacity, runner, iso)
 	return f
 }
 

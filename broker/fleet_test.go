@@ -34,13 +34,20 @@ func (trivialRunner) Run(ctx context.Context, _ sandbox.Spec) (*sandbox.Result, 
 // fleetWorkers starts one worker per connection, stopped in t.Cleanup.
 func fleetWorkers(t testing.TB, conns []*nats.Conn, capacity int) []*worker.Worker {
 	t.Helper()
+	return fleetWorkersOn(t, conns, capacity, trivialRunner{}, messages.IsolationNone)
+}
+
+// fleetWorkersOn is fleetWorkers with the given runner and the isolation it
+// offers.
+func fleetWorkersOn(t testing.TB, conns []*nats.Conn, capacity int, runner worker.Runner, iso messages.Isolation) []*worker.Worker {
+	t.Helper()
 	var ws []*worker.Worker
 	for i, nc := range conns {
 		w, err := worker.New(nc, worker.Config{
 			HostID:    fmt.Sprintf("host-%d", i+1),
 			Capacity:  capacity,
-			Runner:    trivialRunner{},
-			Isolation: []messages.Isolation{messages.IsolationNone},
+			Runner:    runner,
+			Isolation: []messages.Isolation{iso},
 			// The production defaults (AckWait, PullWait, retries): the
 			// stalls measured are the ones a fleet sees.
 			Logger: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.ErrorLevel),
