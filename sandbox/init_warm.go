@@ -269,6 +269,9 @@ func (r *Runner) newWarm(k warmKey, hook func(*nsConfig)) (*warmSandbox, error) 
 	if w.scratch, err = r.newScratch(""); err != nil {
 		return giveBack(err)
 	}
+	if err := r.warmQuota(&w.scratch, uid, gid); err != nil {
+		return giveBack(err)
+	}
 	if os.Geteuid() == 0 {
 		if err := os.Lchown(w.scratch.path, int(uid), int(gid)); err != nil {
 			return giveBack(&SetupError{Step: "chown scratch", Path: w.scratch.path, Err: err})
@@ -369,6 +372,9 @@ func (w *warmSandbox) serve(r *Runner, attr *syscall.SysProcAttr, ns *nsConfig, 
 	}
 	s.start = time.Now()
 	res, err := pipes.pump(job.l.spec, func() (*Result, error) { return s.finish(job.ctx, job.l) })
+	if err == nil {
+		finishHome(job.l.spec, quotaHost, w.scratch, res) // the home is on the host
+	}
 	teardown()
 	job.out <- warmOut{res: res, err: err}
 }
@@ -417,6 +423,10 @@ func (w *warmSandbox) run(ctx context.Context, l initLaunch) (*Result, error) {
 // prepare puts the task's files in the scratch dir and its limits on the
 // cgroup; on failure the sandbox is discarded and the task never runs in it.
 func (w *warmSandbox) prepare(spec Spec) error {
+	if err := w.scratch.resizeQuota(max(spec.Limits.Disk, 0)); err != nil {
+		w.discard()
+		return err
+	}
 	if err := w.scratch.fill(spec, w.uid, w.gid); err != nil {
 		w.discard()
 		return err

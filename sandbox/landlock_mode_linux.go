@@ -46,6 +46,10 @@ func (r *Runner) runLandlock(ctx context.Context, spec Spec) (res *Result, err e
 			return nil, &SetupError{Step: "subreaper", Err: err}
 		}
 	}
+	q, err := diskQuotaFor(spec, true)
+	if err != nil {
+		return nil, err
+	}
 	w, refill := r.takeWarm(spec, landlockKeyOf(spec))
 	defer refill()
 	if w != nil {
@@ -55,7 +59,7 @@ func (r *Runner) runLandlock(ctx context.Context, spec Spec) (res *Result, err e
 	if err != nil {
 		return nil, err
 	}
-	home, err := r.nsScratch(spec, uid, gid)
+	home, err := r.nsScratch(spec, q, uid, gid)
 	if err != nil {
 		_ = r.landlockTeardown(nsScratch{}, uid, nil)
 		return nil, err
@@ -83,6 +87,7 @@ func (r *Runner) runLandlock(ctx context.Context, spec Spec) (res *Result, err e
 	if err != nil {
 		return nil, err
 	}
+	finishHome(spec, q, home, res)
 	res.InForce = inForceLandlock
 	res.ResourceLimits = r.ns.cgroups.String()
 	return res, nil

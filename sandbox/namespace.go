@@ -71,16 +71,22 @@ func (r *Runner) runNamespace(ctx context.Context, spec Spec) (res *Result, err 
 	if err := validateNSSpec(spec); err != nil {
 		return nil, err
 	}
-	w, refill := r.takeWarm(spec, warmKeyOf(spec))
-	defer refill()
-	if w != nil {
-		return r.runWarm(ctx, spec, w)
+	q, err := diskQuotaFor(spec, false)
+	if err != nil {
+		return nil, err
+	}
+	if q != quotaInit { // an init-mounted home cannot be warm (disk_quota.go)
+		w, refill := r.takeWarm(spec, warmKeyOf(spec))
+		defer refill()
+		if w != nil {
+			return r.runWarm(ctx, spec, w)
+		}
 	}
 	uid, gid, err := r.acquireIdentity()
 	if err != nil {
 		return nil, err
 	}
-	scratch, err := r.nsScratch(spec, uid, gid)
+	scratch, err := r.nsScratch(spec, q, uid, gid)
 	if err != nil {
 		_ = r.releaseUID(uid, "", nil)
 		return nil, err
@@ -97,6 +103,7 @@ func (r *Runner) runNamespace(ctx context.Context, spec Spec) (res *Result, err 
 	if err != nil {
 		return nil, err
 	}
+	quotaView(ns, q, scratch.path, spec.Limits.Disk)
 	cg, err = r.ns.cgroups.create(cgroupName(scratch, uid), spec.Limits.Memory, spec.Limits.Processes)
 	if err != nil {
 		return nil, &SetupError{Step: "create cgroup", Err: err}
@@ -107,6 +114,7 @@ func (r *Runner) runNamespace(ctx context.Context, spec Spec) (res *Result, err 
 	if err != nil {
 		return nil, refusedByHost(err)
 	}
+	finishHome(spec, q, scratch, res)
 	res.InForce = "namespace" + layer
 	res.ResourceLimits = r.ns.cgroups.String()
 	return res, nil

@@ -12,14 +12,19 @@ import (
 type nsScratch struct {
 	path  string
 	owned bool         // created for this run, removed at teardown
+	quota bool         // a home tmpfs is mounted on it (disk_quota.go)
 	undo  func() error // restores a caller's directory lent to the sandbox uid
 }
 
 // nsScratch creates the scratch directory (or takes spec.Scratch), writes
 // spec.Files into it, and hands it to the sandbox uid.
-func (r *Runner) nsScratch(spec Spec, uid, gid uint32) (nsScratch, error) {
+func (r *Runner) nsScratch(spec Spec, q diskQuota, uid, gid uint32) (nsScratch, error) {
 	s, err := r.newScratch(spec.Scratch)
 	if err != nil {
+		return s, err
+	}
+	if err := s.applyQuota(q, spec.Limits.Disk, uid, gid); err != nil {
+		_ = s.cleanup()
 		return s, err
 	}
 	if err := s.fill(spec, uid, gid); err != nil {
@@ -94,6 +99,9 @@ func (s nsScratch) cleanup() error {
 	}
 	if s.path == "" {
 		return nil
+	}
+	if err := s.unmountQuota(); err != nil {
+		return err
 	}
 	if err := os.RemoveAll(s.path); err == nil {
 		return nil

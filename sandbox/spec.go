@@ -71,6 +71,13 @@ type Spec struct {
 	// command, so it must return promptly. It is not called when the
 	// command never ran, nor in mode none (no isolation).
 	Started func(Handle)
+	// Finished, when set, is called once the command's whole tree has
+	// ended and before the home is torn down, with the home's host
+	// directory (read it through sandbox/files: the task wrote it). home
+	// is "" when the home lived only in the sandbox's mount namespace (an
+	// unprivileged worker's disk quota) and is gone already. Not called
+	// when the command never ran, nor in mode none.
+	Finished func(home string)
 }
 
 // TimeoutKind names the limit that ended a run.
@@ -92,6 +99,12 @@ type Limits struct {
 	FileSize  int64         // RLIMIT_FSIZE
 	OpenFiles int64         // RLIMIT_NOFILE
 	TmpSize   int64         // size of the private /tmp and /dev/shm (namespace mode)
+	// Disk bounds the home (scratch directory, TMPDIR included) with a
+	// size-capped tmpfs: writes past it fail with ENOSPC and
+	// Result.DiskFull is set (disk_quota.go). Zero (after defaults) or
+	// negative: unbounded (the home shares the host's disk). Ignored with
+	// Spec.Scratch.
+	Disk int64
 }
 
 // Result is how a run ended. A run that started always yields a Result; a
@@ -123,6 +136,10 @@ type Result struct {
 	// InForce names the isolation layers that were actually applied, e.g.
 	// "namespace+landlock", "landlock", "none (insecure)".
 	InForce string
+	// DiskFull: the home's disk limit (Limits.Disk) was reached; the
+	// task's writes past it failed with ENOSPC. Known where the home's
+	// tmpfs is on the host (a root worker); false otherwise.
+	DiskFull bool
 	// ResourceLimits says how memory and process limits were enforced:
 	// "cgroup v1 (memory, pids)", "cgroup v2 (memory, pids)", or
 	// "rlimits only (<why>)" when the host offers no usable cgroup.

@@ -22,6 +22,9 @@ type NSConfig struct {
 	ShmSize  int64     `json:"shm_size"` // bytes, /dev/shm
 	Hostname string    `json:"hostname"`
 	Loopback bool      `json:"loopback"` // bring lo up
+	// Home, when set, bounds the home with a tmpfs mounted by the init
+	// (home_quota.go).
+	Home *HomeQuota `json:"home,omitempty"`
 }
 
 // Bind binds Source at the same path inside, read-only unless Writable.
@@ -58,6 +61,11 @@ func setupNamespace(ns *NSConfig) error {
 	// Nothing below may propagate to the host's mount namespace.
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return fail("make mounts private", "/", err)
+	}
+	if ns.Home != nil {
+		if err := mountHomeQuota(ns.Home); err != nil {
+			return err
+		}
 	}
 	srcs := make([]openedSource, len(ns.Binds))
 	for i, b := range ns.Binds {

@@ -1,0 +1,159 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+
+	"github.com/warrenhq/warren/sandbox/initproc"
+	"golang.org/x/sys/unix"
+)
+
+// The disk quota bounds a run's home (scratch directory, its TMPDIR
+// included) with a size-capped tmpfs, so the kernel answers ENOSPC at
+// Limits.Disk instead of the host's disk filling up. Where the tmpfs is
+// mounted depends on who can mount (diskQuotaFor):
+//
+//   - a root worker (both modes): on the host, at the run's fresh scratch
+//     directory, before the task's files are written; the home stays
+//     reachable from the host for the whole run and until teardown;
+//   - an unprivileged worker in namespace mode: by the init, in its own
+//     mount namespace, over the scratch directory before it is bound into
+//     the view, seeded with the files the worker wrote there
+//     (initproc.NSConfig.HomeSize); the host copy of the home is then
+//     only the seed;
+//   - an unprivileged worker in Landlock-only mode cannot mount anything:
+//     the run is refused (ErrDiskQuotaUnavailable) when Limits.Disk asks
+//     for a bound (unbounded must be an operator's explicit choice).
+//
+// tmpfs pages are charged to the memory cgroup of the process that
+// writes them: a task's files count against Limits.Memory as well.
+
+// ErrDiskQuotaUnavailable means the run's disk limit cannot be enforced
+// here; the command was not run.
+var ErrDiskQuotaUnavailable = errors.New("sandbox: disk limit cannot be enforced: an unprivileged worker in Landlock-only mode cannot mount the home's tmpfs; run the worker as root, use namespace mode, or give no disk limit (worker --disk unbounded: the run then shares the host's disk)")
+
+// diskQuota is where a run's home tmpfs is mounted.
+type diskQuota int
+
+const (
+	quotaNone diskQuota = iota // unbounded (Limits.Disk < 0) or a caller's directory (Spec.Scratch)
+	quotaHost                  // mounted on the host at the scratch directory (root worker)
+	quotaInit                  // mounted by the init in its mount namespace (unprivileged, namespace mode)
+)
+
+// diskQuotaFor chooses how spec's home is bounded in the namespace mode
+// (landlock false) or the Landlock-only mode.
+func diskQuotaFor(spec Spec, landlock bool) (diskQuota, error) {
+	switch {
+	case spec.Limits.Disk <= 0 || spec.Scratch != "":
+		// A caller's directory keeps what the run writes: a tmpfs over it
+		// would hide its contents and lose the writes.
+		return quotaNone, nil
+	case os.Geteuid() == 0:
+		return quotaHost, nil
+	case !landlock:
+		return quotaInit, nil
+	default:
+		return quotaNone, &SetupError{Step: stepDiskQuota, Err: ErrDiskQuotaUnavailable}
+	}
+}
+
+// stepDiskQuota is the SetupError step of a failed disk quota mount.
+const stepDiskQuota = "mount disk quota"
+
+// mountQuota mounts the home tmpfs of size bytes on the host at the
+// scratch directory, owned by the sandbox uid. nosuid and nodev like every
+// writable mount of a sandbox; exec stays allowed (tasks build and run
+// programs in their home).
+func (s *nsScratch) mountQuota(size int64, uid, gid uint32) error {
+	data := "mode=0700,size=" + strconv.FormatInt(size, 10) + ",uid=" + fmt.Sprint(uid) + ",gid=" + fmt.Sprint(gid)
+	if err := unix.Mount("warren-home", s.path, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, data); err != nil {
+		return &SetupError{Step: stepDiskQuota, Path: s.path, Err: err}
+	}
+	s.quota = true
+	return nil
+}
+
+// resizeQuota sets a mounted home tmpfs to size bytes (a warm sandbox
+// taking a task whose limit differs from the one it was built with). It
+// fails when the home already holds more.
+func (s *nsScratch) resizeQuota(size int64) error {
+	if !s.quota {
+		return nil
+	}
+	if err := unix.Mount("", s.path, "", unix.MS_REMOUNT|unix.MS_NOSUID|unix.MS_NODEV, "size="+strconv.FormatInt(size, 10)); err != nil {
+		return &SetupError{Step: "resize disk quota", Path: s.path, Err: err}
+	}
+	return nil
+}
+
+// unmountQuota detaches the home tmpfs; its pages are freed once no
+// sandbox namespace holds it any more. A tmpfs already gone is fine.
+func (s *nsScratch) unmountQuota() error {
+	if !s.quota {
+		return nil
+	}
+	if err := unix.Unmount(s.path, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOENT) {
+		return fmt.Errorf("unmount disk quota %s: %w", s.path, err)
+	}
+	s.quota = false
+	return nil
+}
+
+// diskFull reports whether the home tmpfs at dir has no block left: the
+// task hit its disk limit (a write failed with ENOSPC, or the last one
+// filled it exactly). Read before teardown.
+func diskFull(dir string) bool {
+	var st unix.Statfs_t
+	if err := unix.Statfs(dir, &st); err != nil {
+		return false
+	}
+	return st.Type == unix.TMPFS_MAGIC && st.Blocks > 0 && st.Bfree == 0
+}
+
+// applyQuota bounds a fresh cold-run scratch directory on the host
+// (quotaHost) before the task's files are written into it.
+func (s *nsScratch) applyQuota(q diskQuota, size int64, uid, gid uint32) error {
+	if q != quotaHost || !s.owned {
+		return nil
+	}
+	return s.mountQuota(size, uid, gid)
+}
+
+// quotaView asks the init to mount the home tmpfs in its own namespace
+// (quotaInit).
+func quotaView(ns *nsConfig, q diskQuota, scratch string, size int64) {
+	if q == quotaInit {
+		ns.Home = &initproc.HomeQuota{Path: scratch, Size: size}
+	}
+}
+
+// warmQuota bounds a warm sandbox's fresh home on the host with the
+// runner's default limit (a root worker; resized to the task's own limit
+// by prepare). An unprivileged worker's homes are bounded by their init,
+// which warm sandboxes cannot do (the task's files come after the view):
+// its namespace-mode runs start cold (runNamespace).
+func (r *Runner) warmQuota(s *nsScratch, uid, gid uint32) error {
+	if os.Geteuid() != 0 || r.cfg.Defaults.Disk <= 0 {
+		return nil
+	}
+	return s.mountQuota(r.cfg.Defaults.Disk, uid, gid)
+}
+
+// finishHome completes res from the home before teardown: whether the
+// disk limit was hit, and the caller's Spec.Finished with the home's host
+// directory ("" when the home lived only in the sandbox's namespace).
+func finishHome(spec Spec, q diskQuota, home nsScratch, res *Result) {
+	if home.quota {
+		res.DiskFull = diskFull(home.path)
+	}
+	if spec.Finished != nil {
+		if q == quotaInit {
+			spec.Finished("")
+		} else {
+			spec.Finished(home.path)
+		}
+	}
+}

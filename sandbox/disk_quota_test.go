@@ -1,0 +1,139 @@
+package sandbox
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// writes300MiB writes three 100 MiB files into the home; exit 3 names the
+// failed write.
+const writes300MiB = `for i in 1 2 3; do dd if=/dev/zero of=f$i bs=1M count=100 status=none || exit 3; done; echo wrote`
+
+// mountsUnder lists the mount points in /proc/self/mountinfo at or under dir.
+func mountsUnder(t *testing.T, dir string) []string {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	require.NoError(t, err)
+	var out []string
+	for line := range strings.SplitSeq(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) > 4 && isUnder(f[4], dir) {
+			out = append(out, f[4]+" "+strings.Join(f[6:], " "))
+		}
+	}
+	return out
+}
+
+type quotaRun struct {
+	res       *Result
+	err       error
+	out       string
+	home      string
+	mountedAt []string // host mounts at the home while it was still there
+}
+
+func runQuota(t *testing.T, r *Runner, iso Isolation, disk int64) quotaRun {
+	t.Helper()
+	var buf bytes.Buffer
+	var q quotaRun
+	spec := Spec{
+		Argv:      sh(writes300MiB),
+		Isolation: iso,
+		Stdout:    &buf,
+		Stderr:    &buf,
+		Limits:    Limits{Disk: disk, Wall: time.Minute},
+		Finished: func(home string) {
+			q.home = home
+			q.mountedAt = mountsUnder(t, home)
+		},
+	}
+	q.res, q.err = r.Run(context.Background(), spec)
+	q.out = buf.String()
+	if q.home != "" {
+		require.Empty(t, mountsUnder(t, q.home), "teardown left a mount behind")
+	}
+	if r.cfg.Prestart == 0 {
+		require.Empty(t, mountsUnder(t, r.cfg.ScratchRoot), "teardown left a mount behind")
+	}
+	return q
+}
+
+// TestDiskQuota: 3 x 100 MiB against a 200 MiB disk limit fails with
+// ENOSPC and DiskFull (root: the home's tmpfs is on the host, so the
+// worker reads it); against 400 MiB (the control) the same writes
+// succeed. An unprivileged worker's namespace-mode home is bounded by its
+// init (ENOSPC, DiskFull unknown), its Landlock-only runs are refused
+// unless the limit is explicitly unbounded. No mount is left behind.
+func TestDiskQuota(t *testing.T) {
+	const mib = 1 << 20
+	root := os.Geteuid() == 0
+	for _, tc := range []struct {
+		name string
+		iso  Isolation
+		r    func(t *testing.T) *Runner
+	}{
+		{"namespace", IsolationNamespace, func(t *testing.T) *Runner { return nsRunner(t) }},
+		{"landlock", IsolationLandlock, func(t *testing.T) *Runner { llRequire(t, 6); return llRunner(t, 1_900_100_930) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := tc.r(t)
+			if tc.iso == IsolationLandlock && !root {
+				q := runQuota(t, r, tc.iso, 200*mib)
+				require.ErrorIs(t, q.err, ErrDiskQuotaUnavailable)
+				// Control: unbounded on the operator's explicit choice.
+				q = runQuota(t, r, tc.iso, -1)
+				require.NoError(t, q.err, q.out)
+				require.Equal(t, 0, q.res.ExitCode, q.out)
+				return
+			}
+			over := runQuota(t, r, tc.iso, 200*mib)
+			require.NoError(t, over.err, over.out)
+			require.Equal(t, 3, over.res.ExitCode, over.out)
+			require.Contains(t, over.out, "No space left on device")
+			require.Equal(t, root, over.res.DiskFull, "DiskFull is known where the home's tmpfs is on the host")
+			if root {
+				require.Len(t, over.mountedAt, 1, "the home's tmpfs is on the host while the run is finishing")
+				require.Contains(t, over.mountedAt[0], "tmpfs warren-home")
+			}
+
+			under := runQuota(t, r, tc.iso, 400*mib)
+			require.NoError(t, under.err, under.out)
+			require.Equal(t, 0, under.res.ExitCode, under.out)
+			require.Contains(t, under.out, "wrote")
+			require.False(t, under.res.DiskFull)
+		})
+	}
+}
+
+// TestDiskQuotaWarm: a root worker's warm sandbox is built with the
+// default limit and resized to the task's own.
+func TestDiskQuotaWarm(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("warm homes are bounded only by a root worker (unprivileged namespace runs start cold)")
+	}
+	const mib = 1 << 20
+	r := nsRunner(t)
+	r.cfg.Prestart = 1
+	r.cfg.Defaults.Disk = DefaultDisk // warm homes are bounded with it, then resized
+	r.ns.warm.pools = nil
+	r.startWarm()
+	t.Cleanup(func() { require.NoError(t, r.Close()) })
+	k := warmKeyOf(Spec{Limits: r.cfg.Defaults})
+	for _, tc := range []struct {
+		disk int64
+		exit int
+	}{{200 * mib, 3}, {400 * mib, 0}} {
+		require.Eventually(t, func() bool { return r.warmReady(k) == 1 }, 30*time.Second, 10*time.Millisecond)
+		q := runQuota(t, r, IsolationNamespace, tc.disk)
+		require.NoError(t, q.err, q.out)
+		require.Equal(t, tc.exit, q.res.ExitCode, q.out)
+		require.Equal(t, tc.exit != 0, q.res.DiskFull)
+		require.Equal(t, 0, r.warmReady(k), "the run took the warm sandbox")
+	}
+}
