@@ -76,7 +76,7 @@ type Spec struct {
 	// directory (read it through sandbox/files: the task wrote it). home
 	// is "" when the home lived only in the sandbox's mount namespace (an
 	// unprivileged worker's disk quota) and is gone already. Not called
-	// when the command never ran, nor in mode none.
+	// when the command never ran.
 	Finished func(home string)
 }
 
