@@ -74,8 +74,8 @@ type Task struct {
 	// lists it in Result.Files; symlinks, FIFOs, devices and files past
 	// the limits are refused and listed in Result.FilesRefused. At most
 	// MaxOutputPatterns; exec tasks only.
-	Outputs []string `json:"outputs,omitempty"`
-	Limits  Limits   `json:"limits,omitzero"`
+	Outputs   []string  `json:"outputs,omitempty"`
+	Limits    Limits    `json:"limits,omitzero"`
 	Network   Network   `json:"network,omitempty"`   // defaults to none
 	Isolation Isolation `json:"isolation,omitempty"` // defaults to auto
 	// Pool names the worker pool; defaults to "default".

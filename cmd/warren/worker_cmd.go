@@ -23,6 +23,7 @@ import (
 // workerFlags configure a worker; shared by `worker` and `up`.
 type workerFlags struct {
 	Capacity            int           `help:"Sandbox slots: the most tasks this host runs at once. 0 means one per CPU." default:"0"`
+	Disk                string        `help:"Disk limit of each task's home (a tmpfs: held in memory), also the most a task's limits.disk_bytes may ask; 'unbounded' leaves homes on the host's disk. --capacity × --disk must fit the host's memory and swap." default:"1G" placeholder:"SIZE"`
 	Pool                string        `help:"Worker pool to serve." default:"default"`
 	Profiles            []string      `name:"profile" help:"Exec profiles served (repeatable)." default:"default"`
 	Isolation           string        `help:"Sandbox mode: auto (strongest available, refuse if none), namespace, landlock, or none (needs --insecure-no-isolation)." enum:"auto,namespace,landlock,none" default:"auto"`
@@ -48,7 +49,12 @@ func (f *workerFlags) buildWorker(ctx context.Context, g *globals, nc *nats.Conn
 	if iso == sandbox.IsolationNone && !f.InsecureNoIsolation {
 		return nil, fmt.Errorf("--isolation=none runs untrusted tasks without a sandbox; add --insecure-no-isolation if that is really what you want")
 	}
+	disk, err := parseDisk(f.Disk)
+	if err != nil {
+		return nil, fmt.Errorf("--disk: %w", err)
+	}
 	runner, err := sandbox.New(f.apply(sandbox.Config{
+		Defaults:      sandbox.Limits{Disk: disk},
 		Isolation:     iso,
 		AllowInsecure: f.InsecureNoIsolation,
 		Logger:        g.Log,
@@ -90,6 +96,7 @@ func (f *workerFlags) buildWorker(ctx context.Context, g *globals, nc *nats.Conn
 		HostID:        f.HostID,
 		Pool:          f.Pool,
 		Capacity:      f.Capacity,
+		DiskBytes:     disk,
 		ExecProfiles:  f.Profiles,
 		Runner:        runner,
 		Isolation:     []messages.Isolation{messages.Isolation(inForce)},
