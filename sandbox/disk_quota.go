@@ -1,9 +1,11 @@
 package sandbox
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"strconv"
 
 	"github.com/warrenhq/warren/sandbox/initproc"
@@ -20,9 +22,11 @@ import (
 //     reachable from the host for the whole run and until teardown;
 //   - an unprivileged worker in namespace mode: by the init, in its own
 //     mount namespace, over the scratch directory before it is bound into
-//     the view, seeded with the files the worker wrote there
-//     (initproc.NSConfig.HomeSize); the host copy of the home is then
-//     only the seed;
+//     the view (initproc.NSConfig.Home). The init then waits (the warm
+//     sandboxes' prepare phase) while the worker opens the home through
+//     /proc/<init>/root and writes the task's files into it; the
+//     descriptor it keeps holds the tmpfs after the sandbox's namespace is
+//     gone, until teardown (launchInitQuota);
 //   - an unprivileged worker in Landlock-only mode cannot mount anything:
 //     the run is refused (ErrDiskQuotaUnavailable) when Limits.Disk asks
 //     for a bound (unbounded must be an operator's explicit choice).
@@ -144,16 +148,55 @@ func (r *Runner) warmQuota(s *nsScratch, uid, gid uint32) error {
 
 // finishHome completes res from the home before teardown: whether the
 // disk limit was hit, and the caller's Spec.Finished with the home's host
-// directory ("" when the home lived only in the sandbox's namespace).
-func finishHome(spec Spec, q diskQuota, home nsScratch, res *Result) {
+// directory.
+func finishHome(spec Spec, home nsScratch, res *Result) {
 	if home.quota {
 		res.DiskFull = diskFull(home.path)
 	}
 	if spec.Finished != nil {
-		if q == quotaInit {
-			spec.Finished("")
-		} else {
-			spec.Finished(home.path)
-		}
+		spec.Finished(home.path)
 	}
+}
+
+// launchInitQuota is launchInit for a home its init bounds (quotaInit):
+// the init builds the view, the home's tmpfs included, and waits
+// (Config.Prepare); the worker opens the home through /proc/<init>/root
+// (nothing of the task runs yet: no link in it was planted), writes the
+// task's files, then sends the task. The O_PATH descriptor it holds pins
+// the tmpfs after the namespace is gone, so Result.DiskFull and
+// Spec.Finished see the home as the task left it; the tmpfs is freed when
+// it is closed, on return.
+func (r *Runner) launchInitQuota(ctx context.Context, l initLaunch, ns *nsConfig, scratch string, uid, gid uint32) (*Result, error) {
+	runtime.LockOSThread() // Pdeathsig: see launchInit
+	defer runtime.UnlockOSThread()
+	s, err := startInit(r.init, l.attr, l.cgroup.v2Dir(), l.spec.Stdin, l.spec.Stdout, l.spec.Stderr)
+	if err != nil {
+		return nil, err
+	}
+	defer s.close()
+	fail := func(err error) (*Result, error) {
+		_ = s.cmd.Process.Kill()
+		_ = s.cmd.Wait()
+		return nil, err
+	}
+	if err := s.prepare(l.cgroup, ns, l.cfg.Landlock); err != nil {
+		return fail(err)
+	}
+	fd, err := unix.Open("/proc/"+strconv.Itoa(s.cmd.Process.Pid)+"/root"+scratch, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fail(&SetupError{Step: "open home", Path: scratch, Err: err})
+	}
+	defer unix.Close(fd)
+	// "/." follows the descriptor's magic link, which O_NOFOLLOW users
+	// (sandbox/files) would otherwise refuse.
+	home := nsScratch{path: "/proc/self/fd/" + strconv.Itoa(fd) + "/.", quota: true, undo: func() error { return nil }}
+	if err := home.fill(l.spec, uid, gid); err != nil {
+		return fail(err)
+	}
+	res, err := s.finish(ctx, l)
+	if err != nil {
+		return nil, err
+	}
+	finishHome(l.spec, home, res)
+	return res, nil
 }

@@ -36,6 +36,7 @@ type quotaRun struct {
 	out       string
 	home      string
 	mountedAt []string // host mounts at the home while it was still there
+	f1Size    int64    // the first file's size, read from the host after the run
 }
 
 func runQuota(t *testing.T, r *Runner, iso Isolation, disk int64) quotaRun {
@@ -51,6 +52,9 @@ func runQuota(t *testing.T, r *Runner, iso Isolation, disk int64) quotaRun {
 		Finished: func(home string) {
 			q.home = home
 			q.mountedAt = mountsUnder(t, home)
+			if fi, err := os.Stat(home + "/f1"); err == nil {
+				q.f1Size = fi.Size()
+			}
 		},
 	}
 	q.res, q.err = r.Run(context.Background(), spec)
@@ -65,11 +69,11 @@ func runQuota(t *testing.T, r *Runner, iso Isolation, disk int64) quotaRun {
 }
 
 // TestDiskQuota: 3 x 100 MiB against a 200 MiB disk limit fails with
-// ENOSPC and DiskFull (root: the home's tmpfs is on the host, so the
-// worker reads it); against 400 MiB (the control) the same writes
-// succeed. An unprivileged worker's namespace-mode home is bounded by its
-// init (ENOSPC, DiskFull unknown), its Landlock-only runs are refused
-// unless the limit is explicitly unbounded. No mount is left behind.
+// ENOSPC and DiskFull; against 400 MiB (the control) the same writes
+// succeed. A root worker's home tmpfs is on the host; an unprivileged
+// worker's namespace-mode home is bounded by its init, and still read
+// from the host after the run; its Landlock-only runs are refused unless
+// the limit is explicitly unbounded. No mount is left behind.
 func TestDiskQuota(t *testing.T) {
 	const mib = 1 << 20
 	root := os.Geteuid() == 0
@@ -96,7 +100,8 @@ func TestDiskQuota(t *testing.T) {
 			require.NoError(t, over.err, over.out)
 			require.Equal(t, 3, over.res.ExitCode, over.out)
 			require.Contains(t, over.out, "No space left on device")
-			require.Equal(t, root, over.res.DiskFull, "DiskFull is known where the home's tmpfs is on the host")
+			require.True(t, over.res.DiskFull)
+			require.Equal(t, int64(100*mib), over.f1Size, "Finished reads the home as the task left it")
 			if root {
 				require.Len(t, over.mountedAt, 1, "the home's tmpfs is on the host while the run is finishing")
 				require.Contains(t, over.mountedAt[0], "tmpfs warren-home")
@@ -107,6 +112,7 @@ func TestDiskQuota(t *testing.T) {
 			require.Equal(t, 0, under.res.ExitCode, under.out)
 			require.Contains(t, under.out, "wrote")
 			require.False(t, under.res.DiskFull)
+			require.Equal(t, int64(100*mib), under.f1Size)
 		})
 	}
 }

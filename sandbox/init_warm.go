@@ -373,7 +373,7 @@ func (w *warmSandbox) serve(r *Runner, attr *syscall.SysProcAttr, ns *nsConfig, 
 	s.start = time.Now()
 	res, err := pipes.pump(job.l.spec, func() (*Result, error) { return s.finish(job.ctx, job.l) })
 	if err == nil {
-		finishHome(job.l.spec, quotaHost, w.scratch, res) // the home is on the host
+		finishHome(job.l.spec, w.scratch, res) // the home is on the host
 	}
 	teardown()
 	job.out <- warmOut{res: res, err: err}

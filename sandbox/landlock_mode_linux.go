@@ -87,7 +87,7 @@ func (r *Runner) runLandlock(ctx context.Context, spec Spec) (res *Result, err e
 	if err != nil {
 		return nil, err
 	}
-	finishHome(spec, q, home, res)
+	finishHome(spec, home, res)
 	res.InForce = inForceLandlock
 	res.ResourceLimits = r.ns.cgroups.String()
 	return res, nil

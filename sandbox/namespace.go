@@ -109,12 +109,18 @@ func (r *Runner) runNamespace(ctx context.Context, spec Spec) (res *Result, err 
 		return nil, &SetupError{Step: "create cgroup", Err: err}
 	}
 	cfg, layer := r.taskConfig(spec, scratch.path)
-	cfg.NS = ns
-	res, err = r.launchInit(ctx, initLaunch{cfg: cfg, attr: nsAttr(uid, gid, r.ns.pool != nil), cgroup: cg, spec: spec})
+	l := initLaunch{cfg: cfg, attr: nsAttr(uid, gid, r.ns.pool != nil), cgroup: cg, spec: spec}
+	if q == quotaInit {
+		res, err = r.launchInitQuota(ctx, l, ns, scratch.path, uid, gid)
+	} else {
+		cfg.NS = ns
+		if res, err = r.launchInit(ctx, l); err == nil {
+			finishHome(spec, scratch, res)
+		}
+	}
 	if err != nil {
 		return nil, refusedByHost(err)
 	}
-	finishHome(spec, q, scratch, res)
 	res.InForce = "namespace" + layer
 	res.ResourceLimits = r.ns.cgroups.String()
 	return res, nil

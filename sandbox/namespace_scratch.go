@@ -27,6 +27,9 @@ func (r *Runner) nsScratch(spec Spec, q diskQuota, uid, gid uint32) (nsScratch, 
 		_ = s.cleanup()
 		return s, err
 	}
+	if q == quotaInit {
+		return s, nil // filled inside the init's tmpfs (launchInitQuota)
+	}
 	if err := s.fill(spec, uid, gid); err != nil {
 		_ = s.cleanup()
 		return s, err
