@@ -146,6 +146,14 @@ func (r *Runner) warmQuota(s *nsScratch, uid, gid uint32) error {
 	return s.mountQuota(r.cfg.Defaults.Disk, uid, gid)
 }
 
+// warmBoundable says whether warm sandboxes can serve runs with the
+// default disk limit: only a root worker bounds a warm home (on the
+// host). An unprivileged worker's bounded runs all start cold, so it
+// prestarts none rather than keep sandboxes no run takes.
+func warmBoundable(defaultDisk int64) bool {
+	return defaultDisk <= 0 || os.Geteuid() == 0
+}
+
 // finishHome completes res from the home before teardown: whether the
 // disk limit was hit, and the caller's Spec.Finished with the home's host
 // directory.

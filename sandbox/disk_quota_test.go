@@ -83,6 +83,12 @@ func TestDiskQuota(t *testing.T) {
 		r    func(t *testing.T) *Runner
 	}{
 		{"namespace", IsolationNamespace, func(t *testing.T) *Runner { return nsRunner(t) }},
+		{"layered", IsolationNamespace, func(t *testing.T) *Runner {
+			llRequire(t, 6)
+			r := nsRunner(t)
+			r.ns.noLayer.Store(false) // namespace + Landlock + seccomp, as in production
+			return r
+		}},
 		{"landlock", IsolationLandlock, func(t *testing.T) *Runner { llRequire(t, 6); return llRunner(t, 1_900_100_930) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

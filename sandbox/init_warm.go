@@ -121,6 +121,9 @@ func (r *Runner) startWarm() {
 	if r.cfg.Prestart == 0 || r.cfg.Isolation == IsolationNone {
 		return
 	}
+	if !warmBoundable(r.cfg.Defaults.Disk) {
+		return
+	}
 	r.ns.warm.mu.Lock()
 	r.ns.warm.pools = map[warmKey]*warmPool{}
 	k := warmKeyOf(Spec{Limits: r.cfg.Defaults})

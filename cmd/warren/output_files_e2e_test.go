@@ -31,11 +31,11 @@ func TestE2EOutputFilesComeBackByteIdentical(t *testing.T) {
 	task := `{"id":"o1","kind":"exec","shell":"printf 'hello\\n' > a.txt; mkdir sub; seq 1 20000 > sub/b.txt; ln -s /etc/passwd link.txt","outputs":["*.txt","sub/*","missing"]}` + "\n"
 	file := filepath.Join(t.TempDir(), "batch.jsonl")
 	require.NoError(t, os.WriteFile(file, []byte(task), 0o644))
-	out, stderr, code := e.run(t, "submit", file, "--batch", "of", "--wait")
+	_, stderr, code := e.run(t, "submit", file, "--batch", "of", "--wait")
 	require.Equal(t, 0, code, stderr)
 
 	dir := t.TempDir()
-	out, stderr, code = e.run(t, "results", "of", "--files", dir)
+	out, stderr, code := e.run(t, "results", "of", "--files", dir)
 	require.Equal(t, 0, code, stderr)
 	r := parseResults(t, out)["o1"]
 	require.NotNil(t, r, out)

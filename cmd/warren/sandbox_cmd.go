@@ -108,10 +108,14 @@ func parseSize(s string) (int64, error) {
 	return int64(v * float64(mult)), nil
 }
 
-// parseDisk reads a --disk value: a size, or "unbounded" (-1: no quota).
+// parseDisk reads a --disk value: a size, "unbounded" (-1: no quota), or
+// empty for sandbox.DefaultDisk (an in-process worker's flags).
 func parseDisk(s string) (int64, error) {
-	if s == "unbounded" {
+	switch s {
+	case "unbounded":
 		return -1, nil
+	case "":
+		return sandbox.DefaultDisk, nil
 	}
 	return parseSize(s)
 }
