@@ -14,7 +14,8 @@ import (
 // TestE2EOutputFilesComeBackByteIdentical: a sandboxed task writes two
 // files and a symlink to /etc/passwd; the files come back byte-identical
 // through `warren results --files`, the symlink is refused and reported,
-// and nothing of /etc/passwd is stored.
+// and nothing of /etc/passwd is stored. Two more tasks hit and stay under
+// their disk limit.
 func TestE2EOutputFilesComeBackByteIdentical(t *testing.T) {
 	e := newE2E(t)
 	// Sandbox uids of a root worker must reach the scratch root
@@ -28,7 +29,11 @@ func TestE2EOutputFilesComeBackByteIdentical(t *testing.T) {
 	for i := 1; i <= 20000; i++ {
 		fmt.Fprintf(&want, "%d\n", i)
 	}
-	task := `{"id":"o1","kind":"exec","shell":"printf 'hello\\n' > a.txt; mkdir sub; seq 1 20000 > sub/b.txt; ln -s /etc/passwd link.txt","outputs":["*.txt","sub/*","missing"]}` + "\n"
+	task := `{"id":"o1","kind":"exec","shell":"printf 'hello\\n' > a.txt; mkdir sub; seq 1 20000 > sub/b.txt; ln -s /etc/passwd link.txt","outputs":["*.txt","sub/*","missing"]}` + "\n" +
+		// The disk limit through the whole stack: 3 x 100 MiB against 200 MiB
+		// fails with disk_full; the control under 400 MiB succeeds.
+		`{"id":"full","kind":"exec","shell":"for i in 1 2 3; do dd if=/dev/zero of=f$i bs=1M count=100 status=none || exit 3; done","limits":{"disk_bytes":209715200}}` + "\n" +
+		`{"id":"room","kind":"exec","shell":"for i in 1 2 3; do dd if=/dev/zero of=f$i bs=1M count=100 status=none || exit 3; done","limits":{"disk_bytes":419430400}}` + "\n"
 	file := filepath.Join(t.TempDir(), "batch.jsonl")
 	require.NoError(t, os.WriteFile(file, []byte(task), 0o644))
 	_, stderr, code := e.run(t, "submit", file, "--batch", "of", "--wait")
@@ -37,7 +42,13 @@ func TestE2EOutputFilesComeBackByteIdentical(t *testing.T) {
 	dir := t.TempDir()
 	out, stderr, code := e.run(t, "results", "of", "--files", dir)
 	require.Equal(t, 0, code, stderr)
-	r := parseResults(t, out)["o1"]
+	all := parseResults(t, out)
+	require.Equal(t, messages.StatusFailed, all["full"].Status, all["full"].Stderr)
+	require.True(t, all["full"].DiskFull)
+	require.Contains(t, all["full"].Stderr, "No space left on device")
+	require.Equal(t, messages.StatusOK, all["room"].Status, all["room"].Stderr)
+	require.False(t, all["room"].DiskFull)
+	r := all["o1"]
 	require.NotNil(t, r, out)
 	require.Equal(t, messages.StatusOK, r.Status, r.Stderr)
 	require.NotEqual(t, "none (insecure)", r.Sandbox, "the task ran in a sandbox")
