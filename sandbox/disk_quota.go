@@ -126,12 +126,30 @@ func (s *nsScratch) applyQuota(q diskQuota, size int64, uid, gid uint32) error {
 	return s.mountQuota(size, uid, gid)
 }
 
-// quotaView asks the init to mount the home tmpfs in its own namespace
-// (quotaInit).
-func quotaView(ns *nsConfig, q diskQuota, scratch string, size int64) {
-	if q == quotaInit {
-		ns.Home = &initproc.HomeQuota{Path: scratch, Size: size}
+// quotaView puts the bounded home into a namespace-mode view: /tmp and
+// /dev/shm become its directories .tmp and .shm (initproc.NSConfig.TmpIn),
+// so the disk limit covers them; for quotaInit the init mounts the home
+// and makes them, for a host-mounted home (quotaHost) they are made here,
+// owned by the sandbox uid.
+func (s *nsScratch) quotaView(ns *nsConfig, q diskQuota, size int64, uid, gid uint32) error {
+	switch {
+	case q == quotaInit:
+		ns.Home = &initproc.HomeQuota{Path: s.path, Size: size}
+	case q == quotaHost && s.quota:
+		for _, d := range initproc.TmpInDirs() {
+			p := s.path + "/" + d
+			if err := os.Mkdir(p, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+				return &SetupError{Step: stepDiskQuota, Path: p, Err: err}
+			}
+			if err := os.Lchown(p, int(uid), int(gid)); err != nil {
+				return &SetupError{Step: stepDiskQuota, Path: p, Err: err}
+			}
+		}
+	default:
+		return nil
 	}
+	ns.TmpIn = s.path
+	return nil
 }
 
 // warmQuota bounds a warm sandbox's fresh home on the host with the

@@ -11,9 +11,10 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// writes300MiB writes three 100 MiB files into the home; exit 3 names the
-// failed write.
-const writes300MiB = `for i in 1 2 3; do dd if=/dev/zero of=f$i bs=1M count=100 status=none || exit 3; done; echo wrote`
+// writes300MiB writes three 100 MiB files: into the home, its TMPDIR and
+// $SHM (/dev/shm in namespace mode, else the home); exit 3 names a failed
+// write.
+const writes300MiB = `for f in f1 "$TMPDIR/f2" "$SHM/f3"; do dd if=/dev/zero of=$f bs=1M count=100 status=none || exit 3; done; echo wrote`
 
 // mountsUnder lists the mount points in /proc/self/mountinfo at or under dir.
 func mountsUnder(t *testing.T, dir string) []string {
@@ -43,7 +44,12 @@ func runQuota(t *testing.T, r *Runner, iso Isolation, disk int64) quotaRun {
 	t.Helper()
 	var buf bytes.Buffer
 	var q quotaRun
+	shm := "/dev/shm"
+	if iso == IsolationLandlock {
+		shm = "." // no /dev/shm in Landlock-only mode
+	}
 	spec := Spec{
+		Env:       map[string]string{"SHM": shm},
 		Argv:      sh(writes300MiB),
 		Isolation: iso,
 		Stdout:    &buf,
@@ -68,9 +74,10 @@ func runQuota(t *testing.T, r *Runner, iso Isolation, disk int64) quotaRun {
 	return q
 }
 
-// TestDiskQuota: 3 x 100 MiB against a 200 MiB disk limit fails with
-// ENOSPC and DiskFull; against 400 MiB (the control) the same writes
-// succeed. A root worker's home tmpfs is on the host; an unprivileged
+// TestDiskQuota: 3 x 100 MiB (home, TMPDIR, /dev/shm) against a 200 MiB
+// disk limit fails with ENOSPC and DiskFull; against 400 MiB (the control)
+// the same writes succeed, which they could not in 64 MiB /tmp and
+// /dev/shm of their own. A root worker's home tmpfs is on the host; an unprivileged
 // worker's namespace-mode home is bounded by its init, and still read
 // from the host after the run; its Landlock-only runs are refused unless
 // the limit is explicitly unbounded. No mount is left behind.
@@ -148,4 +155,45 @@ func TestDiskQuotaWarm(t *testing.T) {
 		require.Equal(t, tc.exit != 0, q.res.DiskFull)
 		require.Equal(t, 0, r.warmReady(k), "the run took the warm sandbox")
 	}
+}
+
+// TestDiskQuotaTmpStaysNoexec: with a bounded home, /tmp and /dev/shm are
+// its directories but stay noexec, as the fresh tmpfs they replace; the
+// control runs the same copy from the home.
+func TestDiskQuotaTmpStaysNoexec(t *testing.T) {
+	r := nsRunner(t)
+	for _, dir := range []string{"/tmp", "/dev/shm"} {
+		out := runIn(t, r, Spec{Argv: sh(`cp /bin/true ./t && ./t && echo home-exec; cp /bin/true ` + dir + `/t && ` + dir + `/t || echo no-exec`), Limits: Limits{Disk: 64 << 20}})
+		require.Equal(t, 0, out.res.ExitCode, out.stderr)
+		require.Equal(t, "home-exec\nno-exec\n", out.stdout, out.stderr)
+		require.Contains(t, out.stderr, "Permission denied")
+	}
+}
+
+// TestDiskQuotaOfADeadWorkerIsSwept: a SIGKILLed root worker leaves its
+// homes' tmpfs mounted (nothing unmounts them); the next Runner on that
+// scratch root unmounts and removes them. Control: a live owner's
+// mounted home is kept.
+func TestDiskQuotaOfADeadWorkerIsSwept(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("only a root worker mounts homes on the host")
+	}
+	r := nsRunner(t)
+	root := r.cfg.ScratchRoot
+	dead := nsScratch{path: root + "/" + scratchNamePrefix + "999999999.1-x", owned: true}
+	live := nsScratch{path: root + "/" + scratchPrefix() + "live", owned: true}
+	for _, s := range []*nsScratch{&dead, &live} {
+		require.NoError(t, os.Mkdir(s.path, 0o700))
+		require.NoError(t, s.mountQuota(1<<20, 0, 0))
+		require.NoError(t, os.WriteFile(s.path+"/f", []byte("x"), 0o600))
+	}
+	t.Cleanup(func() { require.NoError(t, live.cleanup()) })
+	require.Len(t, mountsUnder(t, root), 2)
+
+	r.sweepStale()
+	require.Equal(t, mountsUnder(t, live.path), mountsUnder(t, root), "only the live owner's home is still mounted")
+	_, err := os.Lstat(dead.path)
+	require.ErrorIs(t, err, os.ErrNotExist)
+	_, err = os.Stat(live.path + "/f")
+	require.NoError(t, err)
 }

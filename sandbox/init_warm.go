@@ -292,6 +292,9 @@ func (r *Runner) newWarm(k warmKey, hook func(*nsConfig)) (*warmSandbox, error) 
 		if ns, err = planView(k.spec(), w.scratch.path); err != nil {
 			return giveBack(err)
 		}
+		if err := w.scratch.quotaView(ns, quotaHost, 0, uid, gid); err != nil {
+			return giveBack(err)
+		}
 		if hook != nil {
 			hook(ns)
 		}

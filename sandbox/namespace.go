@@ -103,7 +103,9 @@ func (r *Runner) runNamespace(ctx context.Context, spec Spec) (res *Result, err 
 	if err != nil {
 		return nil, err
 	}
-	quotaView(ns, q, scratch.path, spec.Limits.Disk)
+	if err := scratch.quotaView(ns, q, spec.Limits.Disk, uid, gid); err != nil {
+		return nil, err
+	}
 	cg, err = r.ns.cgroups.create(cgroupName(scratch, uid), spec.Limits.Memory, spec.Limits.Processes)
 	if err != nil {
 		return nil, &SetupError{Step: "create cgroup", Err: err}

@@ -92,7 +92,9 @@ func (r *Runner) sweepStale() {
 			if !e.IsDir() || !deadOwner(e.Name()) {
 				continue
 			}
-			s := nsScratch{path: filepath.Join(root, e.Name()), owned: true}
+			// A root worker's home tmpfs (disk_quota.go) outlives its
+			// SIGKILL: unmount it (not a mount point: EINVAL, ignored).
+			s := nsScratch{path: filepath.Join(root, e.Name()), owned: true, quota: os.Geteuid() == 0}
 			if err := s.cleanup(); err != nil {
 				r.log.Warn().Err(err).Str("path", s.path).Msg("removing a stale scratch directory")
 				continue
