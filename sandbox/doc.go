@@ -124,7 +124,8 @@
 //	Spec.ReadOnly paths                 read-only binds at the same path; a symlinked
 //	                                    path is bound at its target with a symlink at its name
 //	/dev/{null,zero,full,random,urandom} device binds; /dev/fd, /dev/std* links
-//	/dev/shm, /tmp                      private tmpfs, Limits.TmpSize, nosuid,nodev,noexec
+//	/dev/shm, /tmp                      private tmpfs, Limits.TmpSize, nosuid,nodev,noexec;
+//	                                    with a disk limit the home's .shm and .tmp instead
 //	/proc                               fresh procfs of the run's pid namespace
 //	the scratch directory               read-write bind at its host path: the only
 //	                                    writable host path (nosuid,nodev); with a
@@ -206,8 +207,10 @@
 // budget: files and processes share the memory limit, and a disk limit
 // above the memory limit ends in an OOM kill rather than ENOSPC). Without
 // a cgroup the tmpfs size is the only bound. In namespace mode /tmp and
-// /dev/shm stay their own tmpfs of Limits.TmpSize each, on top of the
-// disk limit. Cost, measured (BenchmarkDiskQuota, root, 2 loaded cores):
+// /dev/shm are bound from the home's .tmp and .shm (nosuid, nodev,
+// noexec), so the one limit covers them (Limits.TmpSize is then unused).
+// A SIGKILLed root worker's homes stay mounted until the next Runner on
+// that scratch root sweeps them (sweep.go). Cost, measured (BenchmarkDiskQuota, root, 2 loaded cores):
 // mount ~30 µs and lazy unmount ~100-150 µs per run, within the noise of
 // a 12-16 ms cold run; the unprivileged prepare handshake adds one round
 // trip to the init.

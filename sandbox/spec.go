@@ -98,7 +98,7 @@ type Limits struct {
 	Processes int64         // RLIMIT_NPROC (per uid) and, where available, pids cgroup
 	FileSize  int64         // RLIMIT_FSIZE
 	OpenFiles int64         // RLIMIT_NOFILE
-	TmpSize   int64         // size of the private /tmp and /dev/shm (namespace mode)
+	TmpSize   int64         // size of the private /tmp and /dev/shm (namespace mode without a disk limit; with one they are part of the home)
 	// Disk bounds the home (scratch directory, TMPDIR included) with a
 	// size-capped tmpfs: writes past it fail with ENOSPC and
 	// Result.DiskFull is set (disk_quota.go). Zero (after defaults) or
