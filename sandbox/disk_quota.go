@@ -165,11 +165,11 @@ func (r *Runner) warmQuota(s *nsScratch, uid, gid uint32) error {
 }
 
 // warmBoundable says whether warm sandboxes can serve runs with the
-// default disk limit: only a root worker bounds a warm home (on the
-// host). An unprivileged worker's bounded runs all start cold, so it
-// prestarts none rather than keep sandboxes no run takes.
-func warmBoundable(defaultDisk int64) bool {
-	return defaultDisk <= 0 || os.Geteuid() == 0
+// default disk limit: not an unprivileged Landlock-only runner's (those
+// runs are refused), so it prestarts none rather than keep sandboxes no
+// run takes.
+func (r *Runner) warmBoundable() bool {
+	return r.cfg.Defaults.Disk <= 0 || os.Geteuid() == 0 || r.cfg.Isolation != IsolationLandlock
 }
 
 // finishHome completes res from the home before teardown: whether the
@@ -208,21 +208,84 @@ func (r *Runner) launchInitQuota(ctx context.Context, l initLaunch, ns *nsConfig
 	if err := s.prepare(l.cgroup, ns, l.cfg.Landlock); err != nil {
 		return fail(err)
 	}
-	fd, err := unix.Open("/proc/"+strconv.Itoa(s.cmd.Process.Pid)+"/root"+scratch, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	home, err := openHeldHome(s.cmd.Process.Pid, scratch)
 	if err != nil {
-		return fail(&SetupError{Step: "open home", Path: scratch, Err: err})
+		return fail(err)
 	}
-	defer unix.Close(fd)
-	// "/." follows the descriptor's magic link, which O_NOFOLLOW users
-	// (sandbox/files) would otherwise refuse.
-	home := nsScratch{path: "/proc/self/fd/" + strconv.Itoa(fd) + "/.", quota: true, undo: func() error { return nil }}
-	if err := home.fill(l.spec, uid, gid); err != nil {
+	defer home.close()
+	if err := home.s.fill(l.spec, uid, gid); err != nil {
 		return fail(err)
 	}
 	res, err := s.finish(ctx, l)
 	if err != nil {
 		return nil, err
 	}
-	finishHome(l.spec, home, res)
+	finishHome(l.spec, home.s, res)
 	return res, nil
+}
+
+// heldHome is a home its init mounted (quotaInit), reached through an
+// O_PATH descriptor of it that the worker holds: s.path is
+// /proc/self/fd/<fd>/. ("/." follows the descriptor's magic link, which
+// O_NOFOLLOW users such as sandbox/files would otherwise refuse).
+type heldHome struct {
+	fd int
+	s  nsScratch
+}
+
+// openHeldHome opens the home at path (as the view sees it) of the init
+// pid, which has built its view and waits: nothing of the task has run,
+// so no link in the path was planted.
+func openHeldHome(pid int, path string) (*heldHome, error) {
+	fd, err := unix.Open("/proc/"+strconv.Itoa(pid)+"/root"+path, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &SetupError{Step: "open home", Path: path, Err: err}
+	}
+	return &heldHome{fd: fd, s: nsScratch{path: "/proc/self/fd/" + strconv.Itoa(fd) + "/.", quota: true, undo: func() error { return nil }}}, nil
+}
+
+// close releases the home; its tmpfs is freed once its namespace is gone
+// too. Nil-safe.
+func (h *heldHome) close() {
+	if h != nil && h.fd >= 0 {
+		_ = unix.Close(h.fd)
+		h.fd = -1
+	}
+}
+
+// warmHome is the home a warm sandbox's task files and Spec.Finished use:
+// the held one when its init mounted it, else the host directory.
+func (w *warmSandbox) warmHome() nsScratch {
+	if w.held != nil {
+		return w.held.s
+	}
+	return w.scratch
+}
+
+// warmDiskQuota is how a warm sandbox's home is bounded: by a root worker
+// on the host (resized per task), by an unprivileged one's init at the
+// default limit, or not at all.
+func (r *Runner) warmDiskQuota() diskQuota {
+	switch {
+	case r.cfg.Defaults.Disk <= 0:
+		return quotaNone
+	case os.Geteuid() == 0:
+		return quotaHost
+	default:
+		return quotaInit
+	}
+}
+
+// warmServes says whether a warm sandbox can serve a run bounded as q: a
+// host-mounted home is resized to any limit; an init-mounted one keeps
+// the default size, so it serves only runs with that limit, and an
+// unbounded one only unbounded runs.
+func (r *Runner) warmServes(q diskQuota, spec Spec) bool {
+	switch r.warmDiskQuota() {
+	case quotaInit:
+		return q == quotaInit && spec.Limits.Disk == r.cfg.Defaults.Disk
+	case quotaNone:
+		return q != quotaInit
+	}
+	return true
 }

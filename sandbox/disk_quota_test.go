@@ -130,16 +130,20 @@ func TestDiskQuota(t *testing.T) {
 	}
 }
 
-// TestDiskQuotaWarm: a root worker's warm sandbox is built with the
-// default limit and resized to the task's own.
+// TestDiskQuotaWarm: warm homes are bounded too. A root worker's is built
+// with the default limit and resized to the task's; an unprivileged
+// worker's init mounts it at the default limit, so it serves only runs
+// with that limit and another starts cold (the control). The run's $HOME
+// existing before the run proves which.
 func TestDiskQuotaWarm(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("warm homes are bounded only by a root worker (unprivileged namespace runs start cold)")
-	}
 	const mib = 1 << 20
+	root := os.Geteuid() == 0
 	r := nsRunner(t)
 	r.cfg.Prestart = 1
-	r.cfg.Defaults.Disk = DefaultDisk // warm homes are bounded with it, then resized
+	r.cfg.Defaults.Disk = DefaultDisk // warm homes are bounded with it
+	if !root {
+		r.cfg.Defaults.Disk = 200 * mib // the only limit an unprivileged warm home serves
+	}
 	r.ns.warm.pools = nil
 	r.startWarm()
 	t.Cleanup(func() { require.NoError(t, r.Close()) })
@@ -147,13 +151,27 @@ func TestDiskQuotaWarm(t *testing.T) {
 	for _, tc := range []struct {
 		disk int64
 		exit int
-	}{{200 * mib, 3}, {400 * mib, 0}} {
+		warm bool
+	}{{200 * mib, 3, true}, {400 * mib, 0, root}} {
 		require.Eventually(t, func() bool { return r.warmReady(k) == 1 }, 30*time.Second, 10*time.Millisecond)
-		q := runQuota(t, r, IsolationNamespace, tc.disk)
-		require.NoError(t, q.err, q.out)
-		require.Equal(t, tc.exit, q.res.ExitCode, q.out)
-		require.Equal(t, tc.exit != 0, q.res.DiskFull)
-		require.Equal(t, 0, r.warmReady(k), "the run took the warm sandbox")
+		before := map[string]bool{}
+		ents, err := os.ReadDir(r.cfg.ScratchRoot)
+		require.NoError(t, err)
+		for _, e := range ents {
+			before[r.cfg.ScratchRoot+"/"+e.Name()] = true
+		}
+		var buf bytes.Buffer
+		res, err := r.Run(context.Background(), Spec{
+			Argv:   sh(`echo "$HOME"; ` + writes300MiB),
+			Env:    map[string]string{"SHM": "/dev/shm"},
+			Stdout: &buf, Stderr: &buf,
+			Limits: Limits{Disk: tc.disk, Wall: time.Minute},
+		})
+		require.NoError(t, err, buf.String())
+		require.Equal(t, tc.exit, res.ExitCode, buf.String())
+		require.Equal(t, tc.exit != 0, res.DiskFull)
+		home, _, _ := strings.Cut(buf.String(), "\n")
+		require.Equal(t, tc.warm, before[home], "ran warm: %v (%s)", tc.warm, buf.String())
 	}
 }
 

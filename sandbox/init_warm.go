@@ -99,6 +99,7 @@ type warmSandbox struct {
 	uid, gid uint32
 	pid      int // the init's host pid
 	scratch  nsScratch
+	held     *heldHome // the home its init mounted (disk_quota.go); nil when on the host
 	cg       *runCgroup
 	jobs     chan warmJob  // one job; closed to discard the sandbox
 	done     chan struct{} // closed once the init is reaped and torn down
@@ -121,7 +122,7 @@ func (r *Runner) startWarm() {
 	if r.cfg.Prestart == 0 || r.cfg.Isolation == IsolationNone {
 		return
 	}
-	if !warmBoundable(r.cfg.Defaults.Disk) {
+	if !r.warmBoundable() {
 		return
 	}
 	r.ns.warm.mu.Lock()
@@ -292,7 +293,7 @@ func (r *Runner) newWarm(k warmKey, hook func(*nsConfig)) (*warmSandbox, error) 
 		if ns, err = planView(k.spec(), w.scratch.path); err != nil {
 			return giveBack(err)
 		}
-		if err := w.scratch.quotaView(ns, quotaHost, 0, uid, gid); err != nil {
+		if err := w.scratch.quotaView(ns, r.warmDiskQuota(), r.cfg.Defaults.Disk, uid, gid); err != nil {
 			return giveBack(err)
 		}
 		if hook != nil {
@@ -368,6 +369,14 @@ func (w *warmSandbox) serve(r *Runner, attr *syscall.SysProcAttr, ns *nsConfig, 
 		ready <- refusedByHost(err)
 		return
 	}
+	if ns != nil && ns.Home != nil {
+		if w.held, err = openHeldHome(w.pid, w.scratch.path); err != nil {
+			kill()
+			teardown()
+			ready <- err
+			return
+		}
+	}
 	ready <- nil
 
 	job, ok := <-w.jobs
@@ -379,7 +388,7 @@ func (w *warmSandbox) serve(r *Runner, attr *syscall.SysProcAttr, ns *nsConfig, 
 	s.start = time.Now()
 	res, err := pipes.pump(job.l.spec, func() (*Result, error) { return s.finish(job.ctx, job.l) })
 	if err == nil {
-		finishHome(job.l.spec, w.scratch, res) // the home is on the host
+		finishHome(job.l.spec, w.warmHome(), res)
 	}
 	teardown()
 	job.out <- warmOut{res: res, err: err}
@@ -388,6 +397,7 @@ func (w *warmSandbox) serve(r *Runner, attr *syscall.SysProcAttr, ns *nsConfig, 
 // teardown gives back what the sandbox holds, as its mode's cold path
 // does: scratch (home), cgroup, and the uid once verified.
 func (w *warmSandbox) teardown(r *Runner) error {
+	w.held.close()
 	if w.landlock {
 		return r.landlockTeardown(w.scratch, w.uid, w.cg)
 	}
@@ -433,7 +443,8 @@ func (w *warmSandbox) prepare(spec Spec) error {
 		w.discard()
 		return err
 	}
-	if err := w.scratch.fill(spec, w.uid, w.gid); err != nil {
+	home := w.warmHome()
+	if err := home.fill(spec, w.uid, w.gid); err != nil {
 		w.discard()
 		return err
 	}

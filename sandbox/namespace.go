@@ -75,7 +75,7 @@ func (r *Runner) runNamespace(ctx context.Context, spec Spec) (res *Result, err 
 	if err != nil {
 		return nil, err
 	}
-	if q != quotaInit { // an init-mounted home cannot be warm (disk_quota.go)
+	if r.warmServes(q, spec) {
 		w, refill := r.takeWarm(spec, warmKeyOf(spec))
 		defer refill()
 		if w != nil {
