@@ -195,9 +195,9 @@
 // init then waits (the prepare phase of warm sandboxes) while the worker
 // opens the home through /proc/<init>/root, writes Spec.Files into it and
 // keeps that O_PATH descriptor, which pins the tmpfs after the namespace
-// is gone until teardown (DiskFull and Spec.Finished read it there). Such
-// runs start cold, and such a worker prestarts no warm sandbox while
-// Config.Defaults.Disk is on (no run would take one). An unprivileged worker in Landlock-only mode cannot
+// is gone until teardown (DiskFull and Spec.Finished read it there). Its
+// warm sandboxes are built the same way at Config.Defaults.Disk, which it
+// cannot resize: they serve runs with that limit, others start cold. An unprivileged worker in Landlock-only mode cannot
 // mount: a run with a disk limit fails (ErrDiskQuotaUnavailable) unless
 // the limit is off. Spec.Scratch (a caller's directory) is never covered:
 // a tmpfs over it would hide its contents and lose the writes.
