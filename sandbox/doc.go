@@ -212,8 +212,8 @@
 // A SIGKILLed root worker's homes stay mounted until the next Runner on
 // that scratch root sweeps them (sweep.go). Cost, measured (BenchmarkDiskQuota, root, 2 loaded cores):
 // mount ~30 µs and lazy unmount ~100-150 µs per run, within the noise of
-// a 12-16 ms cold run; the unprivileged prepare handshake adds one round
-// trip to the init.
+// a 12-16 ms cold run; an unprivileged worker's cold bounded run pays
+// +4-6 ms for the prepare handshake's round trip (its warm runs do not).
 //
 // Package default: no disk limit (DefaultLimits.Disk 0); the worker and
 // `warren sandbox run` pass DefaultDisk (1 GiB) unless told otherwise.
