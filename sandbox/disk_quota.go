@@ -36,7 +36,7 @@ import (
 
 // ErrDiskQuotaUnavailable means the run's disk limit cannot be enforced
 // here; the command was not run.
-var ErrDiskQuotaUnavailable = errors.New("sandbox: disk limit cannot be enforced: an unprivileged worker in Landlock-only mode cannot mount the home's tmpfs; run the worker as root, use namespace mode, or give no disk limit (worker --disk unbounded: the run then shares the host's disk)")
+var ErrDiskQuotaUnavailable = errors.New("sandbox: disk limit cannot be enforced: an unprivileged worker in Landlock-only mode cannot mount the home's tmpfs; run the worker as root, use namespace mode, or turn the limit off (--disk unbounded: the run then shares the host's disk)")
 
 // diskQuota is where a run's home tmpfs is mounted.
 type diskQuota int
