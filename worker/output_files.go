@@ -94,6 +94,8 @@ func (c *outputCollector) expand(ctx context.Context, h *files.Home, dir string,
 		switch {
 		case len(rest) > 0 && e.Type == files.TypeDir:
 			c.expand(ctx, h, p, rest)
+		case len(rest) > 0 && e.Type == files.TypeSymlink:
+			c.refuse(p, "symlink") // never walked through
 		case len(rest) > 0:
 		case e.Type == files.TypeFile:
 			c.take(ctx, h, p, e.Size)
@@ -119,7 +121,6 @@ func (c *outputCollector) take(ctx context.Context, h *files.Home, p string, siz
 		c.refuse(p, fmt.Sprintf("the output files would exceed %d bytes in all", messages.MaxOutputTotalBytes))
 		return
 	}
-	c.seen[p] = true
 	// One byte more than allowed: a file that grew since the stat is refused.
 	data, err := h.Read(ctx, p, 0, messages.MaxOutputFileBytes+1)
 	switch {
@@ -128,12 +129,18 @@ func (c *outputCollector) take(ctx context.Context, h *files.Home, p string, siz
 	case len(data) > messages.MaxOutputFileBytes || c.total+int64(len(data)) > messages.MaxOutputTotalBytes:
 		c.refuse(p, "grew past the limits while being read")
 	default:
+		c.seen[p] = true
 		c.total += int64(len(data))
 		c.files = append(c.files, collectedFile{path: p, data: data})
 	}
 }
 
+// refuse lists p as refused, once however many patterns match it.
 func (c *outputCollector) refuse(p, reason string) {
+	if c.seen[p] {
+		return
+	}
+	c.seen[p] = true
 	c.refused = append(c.refused, messages.RefusedFile{Path: p, Reason: reason})
 }
 

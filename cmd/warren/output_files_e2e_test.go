@@ -29,7 +29,7 @@ func TestE2EOutputFilesComeBackByteIdentical(t *testing.T) {
 	for i := 1; i <= 20000; i++ {
 		fmt.Fprintf(&want, "%d\n", i)
 	}
-	task := `{"id":"o1","kind":"exec","shell":"printf 'hello\\n' > a.txt; mkdir sub; seq 1 20000 > sub/b.txt; ln -s /etc/passwd link.txt","outputs":["*.txt","sub/*","missing"]}` + "\n" +
+	task := `{"id":"o1","kind":"exec","shell":"printf 'hello\\n' > a.txt; mkdir sub; seq 1 20000 > sub/b.txt; ln -s /etc/passwd link.txt; ln -s /etc ldir","outputs":["*.txt","sub/*","missing","ldir/passwd","l*/*"]}` + "\n" +
 		// The disk limit through the whole stack: 3 x 100 MiB against 200 MiB
 		// fails with disk_full; the control under 400 MiB succeeds.
 		`{"id":"full","kind":"exec","shell":"for i in 1 2 3; do dd if=/dev/zero of=f$i bs=1M count=100 status=none || exit 3; done","limits":{"disk_bytes":209715200}}` + "\n" +
@@ -59,7 +59,9 @@ func TestE2EOutputFilesComeBackByteIdentical(t *testing.T) {
 		require.NotEmpty(t, f.Object)
 	}
 	require.Equal(t, []string{"a.txt", "sub/b.txt"}, paths)
-	require.Equal(t, []messages.RefusedFile{{Path: "link.txt", Reason: "symlink"}}, r.FilesRefused)
+	// Each once, however many patterns match: the symlinked file, and the
+	// symlinked directory that "ldir/passwd" and "l*/*" would walk through.
+	require.Equal(t, []messages.RefusedFile{{Path: "link.txt", Reason: "symlink"}, {Path: "ldir", Reason: "symlink"}}, r.FilesRefused)
 
 	got, err := os.ReadFile(filepath.Join(dir, "o1", "a.txt"))
 	require.NoError(t, err)
