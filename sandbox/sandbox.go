@@ -95,6 +95,14 @@ var DefaultLimits = Limits{
 	TmpSize:   64 << 20,
 }
 
+// DefaultDisk is the disk limit the worker and `warren sandbox run` give
+// a run's home when none is asked for: 1 GiB, four times the default
+// per-file limit (a build tree with a few large artefacts) and half the
+// default memory limit, which the home's tmpfs pages count against too.
+// The package's own default (DefaultLimits) is no quota: a Runner bounds
+// homes when Config.Defaults.Disk or Spec.Limits.Disk asks it to.
+const DefaultDisk = 1 << 30
+
 func (c Config) withDefaults() Config {
 	c.Isolation = cmp.Or(c.Isolation, IsolationAuto)
 	c.ScratchRoot = cmp.Or(c.ScratchRoot, defaultScratchRoot())
@@ -156,6 +164,7 @@ func (l Limits) withDefaults(d Limits) Limits {
 	l.FileSize = cmp.Or(l.FileSize, d.FileSize)
 	l.OpenFiles = cmp.Or(l.OpenFiles, d.OpenFiles)
 	l.TmpSize = cmp.Or(l.TmpSize, d.TmpSize)
+	l.Disk = cmp.Or(l.Disk, d.Disk)
 	return l
 }
 
