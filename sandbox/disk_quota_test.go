@@ -174,6 +174,75 @@ func TestDiskQuotaWarm(t *testing.T) {
 	}
 }
 
+// TestDiskQuotaHoldsTheTasksFiles: Spec.Files are written into the
+// bounded home, cold and warm, root (the tmpfs mounted before the files)
+// and unprivileged (filled through the init's view once it mounted the
+// home): the task reads them, and they count against the limit, so 4 MiB
+// more on 6 MiB of files fails at 8 MiB; the control, 16 MiB, succeeds.
+func TestDiskQuotaHoldsTheTasksFiles(t *testing.T) {
+	const mib = 1 << 20
+	files := map[string][]byte{"a": bytes.Repeat([]byte("x"), 6*mib)}
+	for _, warm := range []bool{false, true} {
+		t.Run(map[bool]string{false: "cold", true: "warm"}[warm], func(t *testing.T) {
+			r := nsRunner(t)
+			if warm {
+				r.cfg.Prestart = 1
+				r.cfg.Defaults.Disk = 8 * mib
+				require.NoError(t, r.Start(context.Background()))
+				t.Cleanup(func() { require.NoError(t, r.Close()) })
+			}
+			for _, tc := range []struct {
+				disk int64
+				exit int
+			}{{8 * mib, 3}, {16 * mib, 0}} {
+				if warm {
+					k := namespaceMode{}.warmKey(Spec{Limits: r.cfg.Defaults})
+					require.Eventually(t, func() bool { return r.warmReady(k) == 1 }, 30*time.Second, 10*time.Millisecond)
+				}
+				out := runIn(t, r, Spec{
+					Argv:   sh(`wc -c < a; dd if=/dev/zero of=b bs=1M count=4 status=none || exit 3`),
+					Files:  files,
+					Limits: Limits{Disk: tc.disk},
+				})
+				require.Equal(t, tc.exit, out.res.ExitCode, out.stderr)
+				require.Equal(t, "6291456\n", out.stdout, out.stderr)
+				require.Equal(t, tc.exit != 0, out.res.DiskFull)
+			}
+		})
+	}
+}
+
+// TestDiskQuotaWarmWithoutDefaultLimit: a runner without a default disk
+// limit keeps unbounded warm homes, so a run that asks for a bound starts
+// cold and is bounded (its $HOME did not exist before); the control, an
+// unbounded run, is served warm.
+func TestDiskQuotaWarmWithoutDefaultLimit(t *testing.T) {
+	r := nsRunner(t)
+	r.cfg.Prestart = 1
+	require.NoError(t, r.Start(context.Background()))
+	t.Cleanup(func() { require.NoError(t, r.Close()) })
+	k := namespaceMode{}.warmKey(Spec{Limits: r.cfg.Defaults})
+	for _, tc := range []struct {
+		disk int64
+		warm bool
+	}{{0, true}, {4 << 20, false}} {
+		require.Eventually(t, func() bool { return r.warmReady(k) == 1 }, 30*time.Second, 10*time.Millisecond)
+		before := scratchDirs(t, r)
+		out := runIn(t, r, Spec{
+			Argv:   sh(`echo "$HOME"; dd if=/dev/zero of=f bs=1M count=8 status=none || exit 3`),
+			Limits: Limits{Disk: tc.disk},
+		})
+		home, _, _ := strings.Cut(out.stdout, "\n")
+		require.Equal(t, tc.warm, before[home], "ran warm: %v (%s)", tc.warm, out.stdout)
+		if tc.warm {
+			require.Equal(t, 0, out.res.ExitCode, out.stderr)
+			continue
+		}
+		require.Equal(t, 3, out.res.ExitCode, out.stderr)
+		require.True(t, out.res.DiskFull)
+	}
+}
+
 // TestDiskQuotaTmpStaysNoexec: with a bounded home, /tmp and /dev/shm are
 // its directories but stay noexec, as the fresh tmpfs they replace; the
 // control runs the same copy from the home.

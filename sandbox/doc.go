@@ -45,6 +45,20 @@
 // (host_paths.go); the init's setup steps the worker decides on are typed
 // (initproc.Step). No file calls back into a file that calls it.
 //
+// The disk quota (Limits.Disk, "Disk limit" below) lives in that seam and
+// skeleton too, its mechanics in disk_quota.go: acquire bounds every fresh
+// home (quotaFor: a root worker mounts the tmpfs on the host before the
+// files; otherwise the mode's unprivilegedQuota says where, the init for
+// namespaceMode, refused for landlockMode); namespaceMode.prepare puts a
+// bounded home's .tmp and .shm into the view (boundView); a home the init
+// mounts is opened through /proc/<init>/root and filled (box.hold) after
+// the init's prepare phase, in runCold (launchInit's beforeTask) and in
+// warmSandbox.serve; box.finished sets Result.DiskFull and calls
+// Spec.Finished before giveBack in both paths; warmServes (in takeWarm)
+// keeps runs out of warm homes whose bound does not fit; sweepStale
+// unmounts a dead root worker's homes; the init's side is
+// initproc/home_quota.go.
+//
 // One task's path (auto, namespaces available): Run (sandbox.go) →
 // runAuto (mode_auto.go) → runIsolated (run.go): namespaceMode.validate
 // and warmKey (mode_namespace.go, spec_validate.go, warm_key.go) →
@@ -234,8 +248,10 @@
 // Result.DiskFull is set (statfs of the home before teardown: no block
 // left). A root worker mounts it on the host at the run's fresh scratch
 // directory, before Spec.Files are written (both modes; a warm sandbox is
-// built with Config.Defaults.Disk and remounted to the task's size); the
-// home stays a host directory for Spec.Finished and any host-side reader.
+// built with Config.Defaults.Disk and remounted to the task's size; with
+// no default limit warm homes are unbounded and serve only unbounded
+// runs); the home stays a host directory for Spec.Finished and any
+// host-side reader.
 // An unprivileged worker in namespace mode has its init mount it in its
 // own mount namespace over the scratch directory before the binds; the
 // init then waits (the prepare phase of warm sandboxes) while the worker
@@ -243,9 +259,9 @@
 // keeps that O_PATH descriptor, which pins the tmpfs after the namespace
 // is gone until teardown (DiskFull and Spec.Finished read it there). Its
 // warm sandboxes are built the same way at Config.Defaults.Disk, which it
-// cannot resize: they serve runs with that limit, others start cold. An unprivileged worker in Landlock-only mode cannot
-// mount: a run with a disk limit fails (ErrDiskQuotaUnavailable) unless
-// the limit is off. Spec.Scratch (a caller's directory) is never covered:
+// cannot resize: they serve runs with that limit, others start cold. An
+// unprivileged worker in Landlock-only mode cannot mount: a run with a
+// disk limit fails (ErrDiskQuotaUnavailable) unless the limit is off. Spec.Scratch (a caller's directory) is never covered:
 // a tmpfs over it would hide its contents and lose the writes.
 //
 // tmpfs pages are charged to the memory cgroup of the process that writes
@@ -256,7 +272,8 @@
 // /dev/shm are bound from the home's .tmp and .shm (nosuid, nodev,
 // noexec), so the one limit covers them (Limits.TmpSize is then unused).
 // A SIGKILLed root worker's homes stay mounted until the next Runner on
-// that scratch root sweeps them (sweep.go). Cost, measured (BenchmarkDiskQuota, root, 2 loaded cores):
+// that scratch root sweeps them (sweep.go). Mode none has no disk limit.
+// Cost, measured (BenchmarkDiskQuota, root, 2 loaded cores):
 // mount ~30 µs and lazy unmount ~100-150 µs per run, within the noise of
 // a 12-16 ms cold run; an unprivileged worker's cold bounded run pays
 // +4-6 ms for the prepare handshake's round trip (its warm runs do not).

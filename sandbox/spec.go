@@ -72,11 +72,12 @@ type Spec struct {
 	// command never ran, nor in mode none (no isolation).
 	Started func(Handle)
 	// Finished, when set, is called once the command's whole tree has
-	// ended and before the home is torn down, with the home's host
-	// directory (read it through sandbox/files: the task wrote it). home
-	// is "" when the home lived only in the sandbox's mount namespace (an
-	// unprivileged worker's disk quota) and is gone already. Not called
-	// when the command never ran.
+	// ended and before the home is torn down, with a path of the home
+	// the worker can read (read it through sandbox/files: the task wrote
+	// it): its host directory, or, when its init mounted the home's tmpfs
+	// in the sandbox's mount namespace (an unprivileged worker's disk
+	// quota), /proc/self/fd/<fd>/. of the descriptor the worker holds on
+	// it (disk_quota.go). Not called when the command never ran.
 	Finished func(home string)
 }
 
@@ -138,8 +139,9 @@ type Result struct {
 	// "landlock+seccomp" or "none (insecure)".
 	InForce string
 	// DiskFull: the home's disk limit (Limits.Disk) was reached; the
-	// task's writes past it failed with ENOSPC. Known where the home's
-	// tmpfs is on the host (a root worker); false otherwise.
+	// task's writes past it failed with ENOSPC (read from the home's
+	// tmpfs before teardown, wherever it is mounted). False for an
+	// unbounded home.
 	DiskFull bool
 	// ResourceLimits says how memory and process limits were enforced:
 	// "cgroup v1 (memory, pids)", "cgroup v2 (memory, pids)", or
