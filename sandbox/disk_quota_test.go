@@ -243,6 +243,42 @@ func TestDiskQuotaWarmWithoutDefaultLimit(t *testing.T) {
 	}
 }
 
+// TestDiskQuotaHeldHomeIsReleased: an unprivileged worker holds a
+// descriptor of each init-mounted home (it pins the tmpfs, up to the disk
+// limit of memory) only until teardown: Spec.Finished reads the home
+// through it, and after the run the process has no more descriptors than
+// before, warm (the refilled sandbox holds as many as the one used) and
+// cold.
+func TestDiskQuotaHeldHomeIsReleased(t *testing.T) {
+	if os.Geteuid() == 0 {
+		t.Skip("a root worker mounts homes on the host and holds no descriptor of them")
+	}
+	fds := func() int {
+		ents, err := os.ReadDir("/proc/self/fd")
+		require.NoError(t, err)
+		return len(ents)
+	}
+	r := nsRunner(t)
+	r.cfg.Prestart = 1
+	r.cfg.Defaults.Disk = 8 << 20
+	require.NoError(t, r.Start(context.Background()))
+	t.Cleanup(func() { require.NoError(t, r.Close()) })
+	k := namespaceMode{}.warmKey(Spec{Limits: r.cfg.Defaults})
+	for _, disk := range []int64{8 << 20, 16 << 20} { // warm, then cold
+		require.Eventually(t, func() bool { return r.warmReady(k) == 1 }, 30*time.Second, 10*time.Millisecond)
+		before, held := fds(), ""
+		res, err := r.Run(context.Background(), Spec{
+			Argv:     []string{"/bin/true"},
+			Limits:   Limits{Disk: disk, Wall: time.Minute},
+			Finished: func(home string) { held = home },
+		})
+		require.NoError(t, err)
+		require.Equal(t, 0, res.ExitCode)
+		require.True(t, strings.HasPrefix(held, "/proc/self/fd/"), "the home was read through a held descriptor: %q", held)
+		require.Eventually(t, func() bool { return fds() <= before }, 10*time.Second, 10*time.Millisecond, "the held home is closed at teardown (%d descriptors before)", before)
+	}
+}
+
 // TestDiskQuotaTmpStaysNoexec: with a bounded home, /tmp and /dev/shm are
 // its directories but stay noexec, as the fresh tmpfs they replace; the
 // control runs the same copy from the home.
