@@ -59,8 +59,9 @@ type Config struct {
 	// cgroup and init; both wait for a task, which takes most of the start
 	// cost off a run's critical path. Each serves one run and is replaced in
 	// the background; each idle one holds a sandbox uid, a scratch directory
-	// and a few MB. Runs whose stdio are *os.File, or with Spec.Scratch,
-	// start cold. Start starts them, Close releases them. Defaults to 0 (every run
+	// and a few MB (and, with Defaults.Disk, a home tmpfs of that size).
+	// Runs whose stdio are *os.File, with Spec.Scratch, or with a disk
+	// limit a warm home cannot take (disk_quota.go warmServes), start cold. Start starts them, Close releases them. Defaults to 0 (every run
 	// starts cold).
 	Prestart int
 	// InitPath is the sandbox init binary (cmd/warren-sandbox-init, a small
