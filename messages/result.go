@@ -60,6 +60,16 @@ type Result struct {
 	StdoutObject string `json:"stdout_object,omitempty"`
 	StderrObject string `json:"stderr_object,omitempty"`
 
+	// DiskFull: the task's writes reached limits.disk_bytes and failed
+	// with ENOSPC (the status is what the command made of that, usually
+	// failed). Reported where the worker can read the home's tmpfs (a
+	// root worker); false otherwise.
+	DiskFull bool `json:"disk_full,omitempty"`
+	// Files are the task's output files (Task.Outputs), each stored in
+	// bucket BucketOutputs; FilesRefused the matches that were not.
+	Files        []OutputFile  `json:"files,omitempty"`
+	FilesRefused []RefusedFile `json:"files_refused,omitempty"`
+
 	Host string `json:"host,omitempty"`
 	// Sandbox is the isolation actually in force, e.g. "namespace+landlock",
 	// "landlock", "none (insecure)".

@@ -67,7 +67,14 @@ type Task struct {
 	// relative path -> content.
 	Files map[string]string `json:"files,omitempty"`
 	// Cwd is relative to the scratch directory. Defaults to the scratch dir.
-	Cwd       string    `json:"cwd,omitempty"`
+	Cwd string `json:"cwd,omitempty"`
+	// Outputs name the files to keep after the run: paths or globs
+	// (path.Match syntax, per path component) relative to the home. The
+	// worker stores each matching regular file in bucket BucketOutputs and
+	// lists it in Result.Files; symlinks, FIFOs, devices and files past
+	// the limits are refused and listed in Result.FilesRefused. At most
+	// MaxOutputPatterns; exec tasks only.
+	Outputs   []string  `json:"outputs,omitempty"`
 	Limits    Limits    `json:"limits,omitzero"`
 	Network   Network   `json:"network,omitempty"`   // defaults to none
 	Isolation Isolation `json:"isolation,omitempty"` // defaults to auto
@@ -91,6 +98,11 @@ type Limits struct {
 	FileSizeBytes int64 `json:"file_size_bytes,omitempty"` // largest file the task may write
 	OutputBytes   int64 `json:"output_bytes,omitempty"`    // stdout and stderr captured each
 	OpenFiles     int64 `json:"open_files,omitempty"`      // RLIMIT_NOFILE
+	// DiskBytes bounds what the task may write into its home (TMPDIR
+	// included): a size-capped tmpfs, so writes past it fail with ENOSPC
+	// and the result says disk_full. Defaults to the worker's --disk (1
+	// GiB); a worker refuses more than its own limit.
+	DiskBytes int64 `json:"disk_bytes,omitempty"`
 }
 
 // VerifySpec is the proof-checking part of a verify task.

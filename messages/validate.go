@@ -73,6 +73,9 @@ func (t *Task) Validate() error {
 	if err := t.Limits.Validate(); err != nil {
 		return err
 	}
+	if err := t.validateOutputs(); err != nil {
+		return err
+	}
 	switch t.Network {
 	case "", NetworkNone, NetworkLoopback:
 	default:
@@ -242,6 +245,7 @@ func (l Limits) Validate() error {
 		{"limits.file_size_bytes", l.FileSizeBytes, 1 << 40},
 		{"limits.output_bytes", l.OutputBytes, 1 << 30},
 		{"limits.open_files", l.OpenFiles, 1 << 20},
+		{"limits.disk_bytes", l.DiskBytes, 1 << 40},
 	} {
 		if f.v < 0 {
 			return fieldErr(CodeInvalidField, f.name, "must not be negative (got %d); use 0 for the worker's default", f.v)

@@ -15,15 +15,22 @@ import (
 type box struct {
 	uid, gid uint32
 	home     scratchDir
+	held     *heldHome  // the home as its init mounted it (disk_quota.go); nil when on the host
 	cg       *runCgroup // nil when limits are rlimits only
 }
 
 // acquire takes what a sandbox of mode m holds on the host, in order: an
-// identity, a home (spec.Scratch, else a fresh directory, with spec's
-// files in it, handed to the identity), what the mode prepares (hook, if
-// set, edits the view: tests), then a cgroup bounded by limits. On failure
-// everything taken is given back and the error names the step.
+// identity, a home (spec.Scratch, else a fresh directory bounded at
+// limits.Disk (disk_quota.go), with spec's files in it, handed to the
+// identity), what the mode prepares (hook, if set, edits the view:
+// tests), then a cgroup bounded by limits. On failure everything taken is
+// given back and the error names the step. A home its init bounds
+// (quotaInit) is filled once the init has built it (box.hold).
 func (r *Runner) acquire(m mode, spec Spec, limits Limits, hook func(*nsConfig)) (*box, launchPlan, error) {
+	q, err := quotaFor(m, spec.Scratch, limits.Disk)
+	if err != nil {
+		return nil, launchPlan{}, err
+	}
 	uid, gid, err := r.acquireIdentity()
 	if err != nil {
 		return nil, launchPlan{}, err
@@ -37,7 +44,12 @@ func (r *Runner) acquire(m mode, spec Spec, limits Limits, hook func(*nsConfig))
 	if err != nil {
 		return fail(err)
 	}
-	if err := home.fill(spec, uid, gid); err != nil {
+	// The tmpfs first: the files go into it.
+	err = home.bound(q, limits.Disk, uid, gid)
+	if err == nil && q != quotaInit {
+		err = home.fill(spec, uid, gid)
+	}
+	if err != nil {
 		_ = home.cleanup()
 		return fail(err)
 	}
@@ -59,6 +71,7 @@ func (r *Runner) acquire(m mode, spec Spec, limits Limits, hook func(*nsConfig))
 // giveBack tears b down (its mode's teardown), logging what failed: the
 // run's outcome stands, the uid is quarantined by the teardown check.
 func (r *Runner) giveBack(m mode, b *box) {
+	b.held.close()
 	if err := m.teardown(r, b); err != nil {
 		r.log.Error().Err(err).Str("mode", string(m.isolation())).Uint32("uid", b.uid).Msg("sandbox teardown failed")
 	}

@@ -37,6 +37,12 @@ type initLaunch struct {
 	// killTree kills every process of the run; defaults to killing the
 	// init, which in a pid namespace takes the whole namespace with it.
 	killTree func(p *os.Process)
+	// beforeTask, when set, splits a cold launch in two as a warm
+	// sandbox's is: the init builds view (cfg.NS is then nil) and waits,
+	// and beforeTask(init's pid) runs before the task is sent (a home the
+	// init mounted is filled through its view: disk_quota.go).
+	beforeTask func(pid int) error
+	view       *nsConfig
 }
 
 // startedInit is an init cloned into its namespaces and waiting for its
@@ -75,6 +81,18 @@ func (r *Runner) launchInit(ctx context.Context, l initLaunch) (*Result, error) 
 		return nil, err
 	}
 	defer s.close()
+	if l.beforeTask != nil {
+		err := s.prepare(l.cgroup, l.view, l.cfg.Landlock)
+		if err == nil {
+			err = l.beforeTask(s.cmd.Process.Pid)
+		}
+		if err != nil {
+			// Before its task the init has started nothing: killing it is enough.
+			_ = s.cmd.Process.Kill()
+			_ = s.cmd.Wait()
+			return nil, err
+		}
+	}
 	return s.finish(ctx, l)
 }
 

@@ -15,7 +15,9 @@ import (
 // A new per-run input (a limit, say) flows from the Spec through
 // mode.prepare (what the init builds before the task: the view) or
 // mode.task (the task phase: rlimits, policy), and through
-// runCgroup.setLimits for what the cgroup enforces.
+// runCgroup.setLimits for what the cgroup enforces. The disk limit is
+// the home's, so acquire bounds the home (disk_quota.go) and the mode
+// says only what differs: unprivilegedQuota and its view in prepare.
 type mode interface {
 	// isolation names the mode (logs, cgroup names). A mode value is
 	// comparable: it keys the warm pool.
@@ -25,9 +27,15 @@ type mode interface {
 	validate(r *Runner, spec Spec) error
 	// warmKey is what a warm sandbox of this mode for spec depends on.
 	warmKey(spec Spec) warmKey
+	// unprivilegedQuota is where an unprivileged worker's runs of this
+	// mode get the tmpfs bounding their home (Limits.Disk), or why they
+	// cannot have one (disk_quota.go; a root worker mounts it on the host
+	// in every mode).
+	unprivilegedQuota() (diskQuota, error)
 	// prepare makes what the mode needs in b's home and says how the init
 	// is started and what view it builds, from the view-shaping fields of
-	// spec (ReadOnly, Network, UnixSockets, Limits.TmpSize).
+	// spec (ReadOnly, Network, UnixSockets, Limits.TmpSize) and how b's
+	// home is bounded (b.home.quota).
 	prepare(r *Runner, b *box, spec Spec) (launchPlan, error)
 	// task is the init's task phase for spec in b, and the layers the run
 	// then has in force.

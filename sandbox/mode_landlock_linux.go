@@ -52,9 +52,13 @@ func (landlockMode) warmKey(spec Spec) warmKey {
 	return k
 }
 
+// landlockTmp is the TMPDIR of a Landlock-mode home, inside it (so a
+// bounded home's tmpfs covers it).
+const landlockTmp = ".tmp"
+
 // prepare makes the TMPDIR inside the home; the init is a plain child.
 func (landlockMode) prepare(_ *Runner, b *box, _ Spec) (launchPlan, error) {
-	if err := makeLandlockTmp(b.home.path, b.uid, b.gid); err != nil {
+	if err := makeHomeDirs(b.home.path, b.uid, b.gid, landlockTmp); err != nil {
 		return launchPlan{}, err
 	}
 	return launchPlan{attr: &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}}, nil
@@ -63,7 +67,7 @@ func (landlockMode) prepare(_ *Runner, b *box, _ Spec) (launchPlan, error) {
 // task is the init's config for a Landlock-mode run, with host paths.
 func (landlockMode) task(r *Runner, spec Spec, b *box) (*initConfig, Layers) {
 	home := b.home.path
-	env, path := splitPath(buildEnv(spec.Env, home, filepath.Join(home, ".tmp")))
+	env, path := splitPath(buildEnv(spec.Env, home, filepath.Join(home, landlockTmp)))
 	cfg := &initConfig{
 		Argv:    spec.Argv,
 		Env:     env,
@@ -86,6 +90,12 @@ func (landlockMode) task(r *Runner, spec Spec, b *box) (*initConfig, Layers) {
 	return cfg, layersLandlockOnly
 }
 
+// unprivilegedQuota: an unprivileged worker without namespaces cannot
+// mount the home's tmpfs, so a bounded run is refused (fail closed).
+func (landlockMode) unprivilegedQuota() (diskQuota, error) {
+	return quotaNone, &SetupError{Step: stepDiskQuota, Err: ErrDiskQuotaUnavailable}
+}
+
 func (landlockMode) killTree() func(*os.Process) { return killSession }
 
 // hostRefused: a failed Landlock-mode launch is this run's failure as it
@@ -94,18 +104,6 @@ func (landlockMode) hostRefused(err error) error { return err }
 
 func (landlockMode) teardown(r *Runner, b *box) error {
 	return r.landlockTeardown(b.home, b.uid, b.cg)
-}
-
-// makeLandlockTmp creates the TMPDIR inside a Landlock-mode home.
-func makeLandlockTmp(home string, uid, gid uint32) error {
-	tmp := filepath.Join(home, ".tmp")
-	if err := os.Mkdir(tmp, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
-		return &SetupError{Step: "create TMPDIR", Path: tmp, Err: err}
-	}
-	if err := os.Lchown(tmp, int(uid), int(gid)); err != nil {
-		return &SetupError{Step: "chown TMPDIR", Path: tmp, Err: err}
-	}
-	return nil
 }
 
 // killSession kills a Landlock-mode run: the init made itself a session

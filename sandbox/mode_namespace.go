@@ -26,12 +26,40 @@ func (namespaceMode) validate(_ *Runner, spec Spec) error { return validateSpec(
 
 func (namespaceMode) warmKey(spec Spec) warmKey { return newWarmKey(namespaceMode{}, spec) }
 
+// unprivilegedQuota: the init, root in its user namespace, mounts the
+// home's tmpfs in its own mount namespace.
+func (namespaceMode) unprivilegedQuota() (diskQuota, error) { return quotaInit, nil }
+
 func (namespaceMode) prepare(r *Runner, b *box, spec Spec) (launchPlan, error) {
 	view, err := planView(spec, b.home.path)
 	if err != nil {
 		return launchPlan{}, err
 	}
+	if err := boundView(view, b); err != nil {
+		return launchPlan{}, err
+	}
 	return launchPlan{attr: nsAttr(b.uid, b.gid, r.pool != nil), view: view}, nil
+}
+
+// boundView puts a bounded home into the view: /tmp and /dev/shm become
+// its directories .tmp and .shm (initproc.NSConfig.TmpIn, still noexec)
+// instead of fresh tmpfs of Limits.TmpSize, so the disk limit covers them.
+// A home its init mounts (quotaInit) is mounted and given them by the
+// init (NSConfig.Home); a host-mounted one (quotaHost) gets them here.
+func boundView(view *nsConfig, b *box) error {
+	switch b.home.quota {
+	case quotaInit:
+		view.Home = &initproc.HomeQuota{Path: b.home.path, Size: b.home.size}
+	case quotaHost:
+		dirs := initproc.TmpInDirs()
+		if err := makeHomeDirs(b.home.path, b.uid, b.gid, dirs[:]...); err != nil {
+			return err
+		}
+	default:
+		return nil
+	}
+	view.TmpIn = b.home.path
+	return nil
 }
 
 // task is the task phase of a namespace-mode init: command, environment,

@@ -72,6 +72,9 @@ func (r *Runner) runInsecure(ctx context.Context, spec Spec) (*Result, error) {
 	waitErr := cmd.Wait()
 	close(done)
 	killGroup() // leftovers of the group die with the task
+	if spec.Finished != nil {
+		spec.Finished(scratch)
+	}
 	res := resultFromState(cmd.ProcessState, time.Since(start))
 	if timedOut.Load() {
 		res.TimedOut, res.Timeout = true, TimeoutWall

@@ -48,11 +48,25 @@ func (r *Runner) runCold(ctx context.Context, m mode, spec Spec) (*Result, Layer
 	}
 	defer r.giveBack(m, b)
 	cfg, layers := m.task(r, spec, b)
-	cfg.NS = plan.view
-	res, err := r.launchInit(ctx, initLaunch{cfg: cfg, attr: plan.attr, cgroup: b.cg, spec: spec, killTree: m.killTree()})
+	l := initLaunch{cfg: cfg, attr: plan.attr, cgroup: b.cg, spec: spec, killTree: m.killTree()}
+	if b.home.quota == quotaInit {
+		// The init mounts the home: it builds the view first, then the
+		// task's files go in through it (disk_quota.go).
+		l.view = plan.view
+		l.beforeTask = func(pid int) error {
+			if err := b.hold(pid); err != nil {
+				return err
+			}
+			return b.fill(spec)
+		}
+	} else {
+		cfg.NS = plan.view
+	}
+	res, err := r.launchInit(ctx, l)
 	if err != nil {
 		return nil, 0, m.hostRefused(err)
 	}
+	b.finished(spec, res)
 	return res, layers, nil
 }
 

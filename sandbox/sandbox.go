@@ -59,8 +59,9 @@ type Config struct {
 	// cgroup and init; both wait for a task, which takes most of the start
 	// cost off a run's critical path. Each serves one run and is replaced in
 	// the background; each idle one holds a sandbox uid, a scratch directory
-	// and a few MB. Runs whose stdio are *os.File, or with Spec.Scratch,
-	// start cold. Start starts them, Close releases them. Defaults to 0 (every run
+	// and a few MB (and, with Defaults.Disk, a home tmpfs of that size).
+	// Runs whose stdio are *os.File, with Spec.Scratch, or with a disk
+	// limit a warm home cannot take (disk_quota.go warmServes), start cold. Start starts them, Close releases them. Defaults to 0 (every run
 	// starts cold).
 	Prestart int
 	// InitPath is the sandbox init binary (cmd/warren-sandbox-init, a small
@@ -94,6 +95,14 @@ var DefaultLimits = Limits{
 	OpenFiles: 1024,
 	TmpSize:   64 << 20,
 }
+
+// DefaultDisk is the disk limit the worker and `warren sandbox run` give
+// a run's home when none is asked for: 1 GiB, four times the default
+// per-file limit (a build tree with a few large artefacts) and half the
+// default memory limit, which the home's tmpfs pages count against too.
+// The package's own default (DefaultLimits) is no quota: a Runner bounds
+// homes when Config.Defaults.Disk or Spec.Limits.Disk asks it to.
+const DefaultDisk = 1 << 30
 
 func (c Config) withDefaults() Config {
 	c.Isolation = cmp.Or(c.Isolation, IsolationAuto)
@@ -156,6 +165,7 @@ func (l Limits) withDefaults(d Limits) Limits {
 	l.FileSize = cmp.Or(l.FileSize, d.FileSize)
 	l.OpenFiles = cmp.Or(l.OpenFiles, d.OpenFiles)
 	l.TmpSize = cmp.Or(l.TmpSize, d.TmpSize)
+	l.Disk = cmp.Or(l.Disk, d.Disk)
 	return l
 }
 

@@ -16,6 +16,8 @@ import (
 type scratchDir struct {
 	path  string
 	owned bool         // created for this run, removed at teardown
+	quota diskQuota    // where the tmpfs bounding it is mounted, if any (disk_quota.go)
+	size  int64        // that tmpfs's size, bytes
 	undo  func() error // restores a caller's directory lent to the sandbox uid
 }
 
@@ -89,6 +91,9 @@ func (s scratchDir) cleanup() error {
 	if s.path == "" {
 		return nil
 	}
+	if err := s.unmountQuota(); err != nil {
+		return err
+	}
 	if err := os.RemoveAll(s.path); err == nil {
 		return nil
 	}
@@ -101,6 +106,22 @@ func (s scratchDir) cleanup() error {
 		return nil
 	})
 	return os.RemoveAll(s.path)
+}
+
+// makeHomeDirs creates the directories names (0700, owned by the sandbox
+// uid) in the home at dir: the Landlock mode's TMPDIR, a bounded
+// namespace-mode home's /tmp and /dev/shm.
+func makeHomeDirs(dir string, uid, gid uint32, names ...string) error {
+	for _, n := range names {
+		p := filepath.Join(dir, n)
+		if err := os.Mkdir(p, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+			return &SetupError{Step: "create " + n, Path: p, Err: err}
+		}
+		if err := os.Lchown(p, int(uid), int(gid)); err != nil {
+			return &SetupError{Step: "chown " + n, Path: p, Err: err}
+		}
+	}
+	return nil
 }
 
 // chownTree lchowns dir and everything under it, following no symlink.

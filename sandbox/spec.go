@@ -71,6 +71,14 @@ type Spec struct {
 	// command, so it must return promptly. It is not called when the
 	// command never ran, nor in mode none (no isolation).
 	Started func(Handle)
+	// Finished, when set, is called once the command's whole tree has
+	// ended and before the home is torn down, with a path of the home
+	// the worker can read (read it through sandbox/files: the task wrote
+	// it): its host directory, or, when its init mounted the home's tmpfs
+	// in the sandbox's mount namespace (an unprivileged worker's disk
+	// quota), /proc/self/fd/<fd>/. of the descriptor the worker holds on
+	// it (disk_quota.go). Not called when the command never ran.
+	Finished func(home string)
 }
 
 // TimeoutKind names the limit that ended a run.
@@ -91,7 +99,13 @@ type Limits struct {
 	Processes int64         // RLIMIT_NPROC (per uid) and, where available, pids cgroup
 	FileSize  int64         // RLIMIT_FSIZE
 	OpenFiles int64         // RLIMIT_NOFILE
-	TmpSize   int64         // size of the private /tmp and /dev/shm (namespace mode)
+	TmpSize   int64         // size of the private /tmp and /dev/shm (namespace mode without a disk limit; with one they are part of the home)
+	// Disk bounds the home (scratch directory, TMPDIR included) with a
+	// size-capped tmpfs: writes past it fail with ENOSPC and
+	// Result.DiskFull is set (disk_quota.go). Zero (after defaults) or
+	// negative: unbounded (the home shares the host's disk). Ignored with
+	// Spec.Scratch.
+	Disk int64
 }
 
 // Result is how a run ended. A run that started always yields a Result; a
@@ -124,6 +138,11 @@ type Result struct {
 	// Layers' String, "namespace", "namespace+landlock+seccomp",
 	// "landlock+seccomp" or "none (insecure)".
 	InForce string
+	// DiskFull: the home's disk limit (Limits.Disk) was reached; the
+	// task's writes past it failed with ENOSPC (read from the home's
+	// tmpfs before teardown, wherever it is mounted). False for an
+	// unbounded home.
+	DiskFull bool
 	// ResourceLimits says how memory and process limits were enforced:
 	// "cgroup v1 (memory, pids)", "cgroup v2 (memory, pids)", or
 	// "rlimits only (<why>)" when the host offers no usable cgroup.

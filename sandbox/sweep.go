@@ -24,6 +24,11 @@ func (r *Runner) sweepStale() {
 				continue
 			}
 			s := scratchDir{path: filepath.Join(root, e.Name()), owned: true}
+			if os.Geteuid() == 0 {
+				// A root worker's home tmpfs (disk_quota.go) outlives its
+				// SIGKILL: unmount it (not a mount point: EINVAL, ignored).
+				s.quota = quotaHost
+			}
 			if err := s.cleanup(); err != nil {
 				r.log.Warn().Err(err).Str("path", s.path).Msg("removing a stale scratch directory")
 				continue

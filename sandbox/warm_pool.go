@@ -11,8 +11,9 @@ import (
 // (warm_sandbox.go) waiting for a task, refilled in the background after
 // each run, at most maxWarmKeys views at once (least recently used
 // evicted). Runs whose stdio are *os.File (a terminal: a pre-started
-// process cannot be given the caller's files), or with a caller's scratch
-// directory (Spec.Scratch), start cold.
+// process cannot be given the caller's files), with a caller's scratch
+// directory (Spec.Scratch), or whose home a warm one's disk bound does not
+// fit (warmServes), start cold.
 
 // maxWarmKeys bounds how many different views are kept warm at once; a new
 // one evicts the least recently used.
@@ -51,6 +52,9 @@ func (r *Runner) startWarm() {
 	if !ok {
 		m = namespaceMode{} // auto: its first choice
 	}
+	if !r.warmServes(m, Spec{Limits: r.cfg.Defaults}) {
+		return // the default disk limit cannot be enforced: no run would take one
+	}
 	ws := &r.warm
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
@@ -69,7 +73,7 @@ func (r *Runner) startWarm() {
 // CPU on a small host.
 func (r *Runner) takeWarm(spec Spec, k warmKey) (w *warmSandbox, refill func()) {
 	refill = func() {}
-	if spec.Scratch != "" || isFile(spec.Stdin) || isFile(spec.Stdout) || isFile(spec.Stderr) {
+	if spec.Scratch != "" || isFile(spec.Stdin) || isFile(spec.Stdout) || isFile(spec.Stderr) || !r.warmServes(k.mode, spec) {
 		return nil, refill
 	}
 	ws := &r.warm

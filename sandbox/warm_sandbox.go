@@ -99,7 +99,11 @@ func (w *warmSandbox) serve(r *Runner, attr *syscall.SysProcAttr, ns *nsConfig, 
 		_ = s.cmd.Process.Kill()
 		_ = s.cmd.Wait()
 	}
-	if err := s.prepare(w.cg, ns, policy); err != nil {
+	err = s.prepare(w.cg, ns, policy)
+	if err == nil {
+		err = w.hold(w.pid) // a home the init mounted (disk_quota.go)
+	}
+	if err != nil {
 		kill()
 		teardown()
 		ready <- refusedByHost(err)
@@ -115,6 +119,9 @@ func (w *warmSandbox) serve(r *Runner, attr *syscall.SysProcAttr, ns *nsConfig, 
 	}
 	s.start = time.Now()
 	res, err := pipes.pump(job.l.spec, func() (*Result, error) { return s.finish(job.ctx, job.l) })
+	if err == nil {
+		w.finished(job.l.spec, res)
+	}
 	teardown()
 	job.out <- warmOut{res: res, err: err}
 }
@@ -129,10 +136,15 @@ func (w *warmSandbox) run(ctx context.Context, l initLaunch) (*Result, error) {
 	return o.res, o.err
 }
 
-// prepare puts the task's files in the home and its limits on the cgroup;
-// on failure the sandbox is discarded and the task never runs in it.
+// prepare gives the home the task's disk limit and files and the cgroup
+// its limits; on failure the sandbox is discarded and the task never runs
+// in it.
 func (w *warmSandbox) prepare(spec Spec) error {
-	if err := w.home.fill(spec, w.uid, w.gid); err != nil {
+	err := w.home.resize(spec.Limits.Disk)
+	if err == nil {
+		err = w.fill(spec)
+	}
+	if err != nil {
 		w.discard()
 		return err
 	}

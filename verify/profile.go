@@ -84,6 +84,10 @@ type StepLimits struct {
 	FileSizeBytes int64 `json:"file_size_bytes,omitempty"`
 	// OutputBytes is how much stdout/stderr is kept per step. Defaults to 64 KiB.
 	OutputBytes int64 `json:"output_bytes,omitempty"`
+	// DiskBytes bounds what a step writes into its home (a size-capped
+	// tmpfs, counted against MemoryBytes too). Defaults to the runner's
+	// (the worker's --disk, 1 GiB).
+	DiskBytes int64 `json:"disk_bytes,omitempty"`
 }
 
 // DefaultStepLimits apply to zero fields of Profile.Limits.
@@ -318,6 +322,9 @@ func (p *Profile) validate() error {
 		p.Limits.FileSizeBytes <= 0 || p.Limits.OutputBytes <= 0 {
 		return bad("limits", "every limit must be positive")
 	}
+	if p.Limits.DiskBytes < 0 {
+		return bad("limits.disk_bytes", "must not be negative (got %d); leave it out for the worker's --disk", p.Limits.DiskBytes)
+	}
 	if p.DeclaredAxioms != AxiomsReject && p.DeclaredAxioms != AxiomsUsedOnly {
 		return bad("declared_axioms", "%q is not reject or used_only", p.DeclaredAxioms)
 	}
@@ -399,5 +406,6 @@ func (p *Profile) sandboxLimits() sandbox.Limits {
 		Memory:    p.Limits.MemoryBytes,
 		Processes: p.Limits.Processes,
 		FileSize:  p.Limits.FileSizeBytes,
+		Disk:      p.Limits.DiskBytes,
 	}
 }

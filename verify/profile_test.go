@@ -33,6 +33,7 @@ func TestParseProfilesErrorsNameTheField(t *testing.T) {
 		{"unknown kind", "profiles: [{name: a, kind: agda}]", "profiles[0].kind"},
 		{"relative toolchain", "profiles: [{name: a, kind: coq, toolchain: [usr]}]", "profiles[0].toolchain[0]"},
 		{"negative limit", "profiles: [{name: a, kind: coq, limits: {memory_bytes: -1}}]", "profiles[0].limits"},
+		{"negative disk", "profiles: [{name: a, kind: coq, limits: {disk_bytes: -1}}]", "profiles[0].limits.disk_bytes"},
 		{"axiom inside the proof library", "profiles: [{name: a, kind: coq, allowed_axioms: [WarrenProof.x]}]", "profiles[0].allowed_axioms[0]"},
 		{"unqualified coq axiom", "profiles: [{name: a, kind: coq, allowed_axioms: [classic]}]", "profiles[0].allowed_axioms[0]"},
 		{"lean without project", "profiles: [{name: a, kind: lean-file}]", "profiles[0].lean.project"},
@@ -54,4 +55,15 @@ func TestParseProfilesErrorsNameTheField(t *testing.T) {
 			require.Equal(t, tc.field, pe.Field, pe.Error())
 		})
 	}
+}
+
+// TestProfileDiskLimitReachesTheSandbox: a profile's limits.disk_bytes is
+// its steps' sandbox disk limit; without it the runner's default applies
+// (zero here).
+func TestProfileDiskLimitReachesTheSandbox(t *testing.T) {
+	t.Parallel()
+	ps, err := ParseProfiles([]byte("profiles: [{name: a, kind: coq, limits: {disk_bytes: 4096}}, {name: b, kind: coq}]"))
+	require.NoError(t, err)
+	require.Equal(t, int64(4096), ps.Get("a").sandboxLimits().Disk)
+	require.Zero(t, ps.Get("b").sandboxLimits().Disk)
 }

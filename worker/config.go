@@ -82,6 +82,13 @@ type Config struct {
 	// RetryBase is the first redelivery delay after an infrastructure
 	// failure; it doubles per delivery up to RetryMax. Defaults to 1s / 30s.
 	RetryBase, RetryMax time.Duration
+	// DiskBytes is the disk limit of a task's home when the task sets no
+	// limits.disk_bytes, and the most a task may ask for: a task asking
+	// for more is invalid here. Every home is a tmpfs, held in memory: New
+	// refuses a Capacity × DiskBytes above the host's memory and swap
+	// (disk_admission.go). Negative: homes are unbounded (on the host's
+	// disk). Defaults to sandbox.DefaultDisk (1 GiB).
+	DiskBytes int64
 	// DefaultOutputBytes caps captured stdout and stderr each when a task
 	// sets no limit. Defaults to 1 MiB.
 	DefaultOutputBytes int64
@@ -130,6 +137,7 @@ func (c Config) withDefaults() Config {
 	c.RetryBase = cmp.Or(c.RetryBase, time.Second)
 	c.RetryMax = cmp.Or(c.RetryMax, 30*time.Second)
 	c.DefaultOutputBytes = cmp.Or(c.DefaultOutputBytes, 1<<20)
+	c.DiskBytes = cmp.Or(c.DiskBytes, sandbox.DefaultDisk)
 	c.RegistryInterval = cmp.Or(c.RegistryInterval, 10*time.Second)
 	c.Version = cmp.Or(c.Version, "dev")
 	if len(c.InboxPrefixes) == 0 {

@@ -120,6 +120,21 @@
 // of a run and its stored result (up to two minutes of broker outage) the
 // claim is not renewed.
 //
+// Disk: each task's home is bounded by its limits.disk_bytes, else
+// Config.DiskBytes (1 GiB), which is also the most a task may ask
+// (more is invalid, field limits.disk_bytes). Homes are tmpfs, held in
+// memory: New refuses a Capacity × DiskBytes above the host's memory and
+// swap and warns above what is available now (disk_admission.go). A
+// reached limit is the result's disk_full.
+//
+// Output files (Task.Outputs): read from the home through sandbox/files in
+// Spec.Finished, after the task's tree ended and before teardown (no
+// symlink followed; FIFOs, devices, hard links refused), held in memory
+// within messages.MaxOutputFiles / MaxOutputFileBytes /
+// MaxOutputTotalBytes, then stored in warren_outputs and listed in the
+// result (output_files.go). A failed store is an infrastructure error: the
+// delivery is retried.
+//
 // # Reply confinement and secrets
 //
 // Events are published only where messages.CheckReply allows (the task's

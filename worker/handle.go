@@ -105,7 +105,7 @@ func (w *Worker) handle(msg jetstream.Msg) {
 
 	stopHB := w.heartbeat(msg, em, held, cancel)
 	w.metrics.taskStarted(task.EffectiveProfile(), delivery, meta.Timestamp)
-	res, runErr := w.execute(ctx, run, delivery, em)
+	res, runErr := w.execute(ctx, run, delivery, meta.Sequence.Stream, em)
 	stopHB()
 
 	cause := context.Cause(ctx)
@@ -136,7 +136,7 @@ func (w *Worker) handle(msg jetstream.Msg) {
 
 // execute runs the task and maps the sandbox outcome to a result. An error
 // means the task could not be run here (infrastructure), not that it failed.
-func (w *Worker) execute(ctx context.Context, t *messages.Task, delivery int, em *emitter) (res *messages.Result, err error) {
+func (w *Worker) execute(ctx context.Context, t *messages.Task, delivery int, seq uint64, em *emitter) (res *messages.Result, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			res, err = nil, fmt.Errorf("worker panic: %v\n%s", r, debug.Stack())
@@ -181,7 +181,13 @@ func (w *Worker) execute(ctx context.Context, t *messages.Task, delivery int, em
 		res.WallMS, res.CPUMS, res.PeakMemoryBytes = out.Wall.Milliseconds(), out.CPU.Milliseconds(), out.PeakMemory
 		res.Sandbox = out.InForce
 	default:
-		spec := specFor(t, stdout, stderr)
+		disk, invalid := w.diskFor(t)
+		if invalid != nil {
+			res.Status, res.Error = messages.StatusInvalid, invalid
+			return res, nil
+		}
+		out := newOutputCollector(t.Outputs)
+		spec := specFor(t, stdout, stderr, disk, out)
 		spec.UnixSockets = w.unixSockets(t.Profile, spec.Isolation)
 		sres, err = w.cfg.Runner.Run(ctx, spec)
 		if err != nil {
@@ -193,6 +199,11 @@ func (w *Worker) execute(ctx context.Context, t *messages.Task, delivery int, em
 			return nil, err
 		}
 		fillFromSandbox(res, sres)
+		if out != nil {
+			if err := out.store(w, res, seq); err != nil {
+				return nil, err
+			}
+		}
 	}
 	res.FinishedAt = time.Now().UTC()
 	res.Stdout, res.StdoutTruncated = stdout.result()
@@ -206,6 +217,7 @@ func fillFromSandbox(res *messages.Result, s *sandbox.Result) {
 	res.PeakMemoryBytes = s.PeakMemory
 	res.Sandbox = s.InForce
 	res.Timeout, res.OOMKills = messages.TimeoutKind(s.Timeout), s.OOMKills
+	res.DiskFull = s.DiskFull
 	if s.ExecError != nil {
 		// Not found / not executable: the task's failure (exit 127/126),
 		// stored at once; the message is on stderr too.

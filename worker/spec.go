@@ -12,7 +12,7 @@ import (
 
 // specFor turns an exec task into a sandbox spec. Zero limits stay zero:
 // the sandbox runner fills its own defaults.
-func specFor(t *messages.Task, stdout, stderr io.Writer) sandbox.Spec {
+func specFor(t *messages.Task, stdout, stderr io.Writer, disk int64, out *outputCollector) sandbox.Spec {
 	files := make(map[string][]byte, len(t.Files))
 	for p, c := range t.Files {
 		files[p] = []byte(c)
@@ -21,7 +21,12 @@ func specFor(t *messages.Task, stdout, stderr io.Writer) sandbox.Spec {
 	if iso == sandbox.IsolationAuto {
 		iso = "" // the runner's configured mode, which may be stricter
 	}
+	var finished func(string)
+	if out != nil {
+		finished = out.collect
+	}
 	return sandbox.Spec{
+		Finished:  finished,
 		Argv:      t.Command(),
 		Env:       t.Env,
 		Stdin:     strings.NewReader(t.Stdin),
@@ -38,6 +43,7 @@ func specFor(t *messages.Task, stdout, stderr io.Writer) sandbox.Spec {
 			Processes: t.Limits.Processes,
 			FileSize:  t.Limits.FileSizeBytes,
 			OpenFiles: t.Limits.OpenFiles,
+			Disk:      disk,
 		},
 	}
 }

@@ -68,6 +68,9 @@ func New(nc *nats.Conn, cfg Config) (*Worker, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
+	if err := admitDisk(cfg, cfg.Logger); err != nil {
+		return nil, err
+	}
 	js, err := jetstream.New(nc)
 	if err != nil {
 		return nil, err

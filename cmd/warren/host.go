@@ -38,6 +38,7 @@ type host struct {
 	link    hostLink
 
 	iso      sandbox.Isolation
+	disk     int64 // --disk: each task home's limit (-1 unbounded), and the worker's admission
 	profiles *verify.Profiles
 	sealKey  nkeys.KeyPair
 	obs      *obsServer // nil without --metrics-listen
@@ -69,6 +70,9 @@ func newHost(g *globals, f workerFlags, link hostLink) (*host, error) {
 		return nil, fmt.Errorf("--isolation=none runs untrusted tasks without a sandbox; add --insecure-no-isolation if that is really what you want")
 	}
 	var err error
+	if h.disk, err = parseDisk(f.Disk); err != nil {
+		return nil, fmt.Errorf("--disk: %w", err)
+	}
 	if f.VerifyProfiles != "" {
 		h.profiles, err = verify.LoadProfiles(f.VerifyProfiles)
 	} else {
@@ -114,6 +118,7 @@ func (h *host) start(ctx context.Context) error {
 	}
 
 	runner, err := sandbox.New(h.f.apply(sandbox.Config{
+		Defaults:      sandbox.Limits{Disk: h.disk},
 		Isolation:     h.iso,
 		AllowInsecure: h.f.InsecureNoIsolation,
 		Logger:        h.log,
@@ -161,6 +166,7 @@ func (h *host) start(ctx context.Context) error {
 		HostID:             h.f.HostID,
 		Pool:               h.f.Pool,
 		Capacity:           h.f.Capacity,
+		DiskBytes:          h.disk,
 		ExecProfiles:       h.f.Profiles,
 		UnixSocketProfiles: h.f.UnixSocketProfiles,
 		Runner:             runner,

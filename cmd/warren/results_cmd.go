@@ -19,6 +19,7 @@ type resultsCmd struct {
 	Attempt int    `name:"attempt" help:"Attempt to read (1 = the submission, 2+ = replays). Defaults to the latest."`
 	NoWait  bool   `name:"no-wait" help:"Print the results stored now and return instead of waiting for every task."`
 	Out     string `name:"out" short:"o" help:"Write the JSONL results to this file instead of stdout." type:"path"`
+	Files   string `name:"files" help:"Fetch the tasks' output files (task field outputs) into DIR/<task id>/<path>." type:"path" placeholder:"DIR"`
 }
 
 func (c *resultsCmd) Run(g *globals) error {
@@ -27,7 +28,11 @@ func (c *resultsCmd) Run(g *globals) error {
 		return err
 	}
 	defer s.Close()
-	return collectResults(g, client, scheduler.CollectOptions{Batch: g.qualify(c.Batch), Attempt: c.Attempt, NoWait: c.NoWait}, c.Out)
+	o := scheduler.CollectOptions{Batch: g.qualify(c.Batch), Attempt: c.Attempt, NoWait: c.NoWait}
+	if c.Files != "" {
+		o.OnResult = func(r *messages.Result) error { return client.FetchFiles(g.Ctx, r, c.Files) }
+	}
+	return collectResults(g, client, o, c.Out)
 }
 
 func newSchedulerClient(g *globals, s *session, tune ...func(*scheduler.Config)) (*scheduler.Client, error) {
@@ -119,7 +124,15 @@ func collectResults(g *globals, client *scheduler.Client, o scheduler.CollectOpt
 		}
 	}()
 	enc := json.NewEncoder(bw)
-	o.OnResult = func(r *messages.Result) error { return enc.Encode(r) }
+	also := o.OnResult
+	o.OnResult = func(r *messages.Result) error {
+		if also != nil {
+			if err := also(r); err != nil {
+				return err
+			}
+		}
+		return enc.Encode(r)
+	}
 	if !o.NoWait {
 		o.Progress = scheduler.NewProgress(g.IO.Err, -1, scheduler.ProgressOptions{Label: o.Batch})
 	}

@@ -40,6 +40,7 @@ type sandboxRunCmd struct {
 	Timeout   time.Duration `help:"Wall-time limit; the whole process tree is killed when it passes." default:"5m"`
 	Memory    string        `help:"Memory limit, e.g. 512M or 2G (address space and, where available, cgroup)." placeholder:"SIZE"`
 	Network   string        `help:"Network: none (no interfaces) or loopback (a private lo)." enum:"none,loopback" default:"none"`
+	Disk      string        `help:"Disk limit of the home (a size-capped tmpfs; writes past it fail with ENOSPC), e.g. 200M; 'unbounded' for none. Ignored with --rw." default:"1G" placeholder:"SIZE"`
 	sandboxHostFlags
 	Cmd []string `arg:"" passthrough:"partial" help:"Command and arguments; put -- before them when they start with a dash."`
 }
@@ -60,6 +61,10 @@ func (c *sandboxRunCmd) Run(g *globals) error {
 		}
 		mem = m
 	}
+	disk, err := parseDisk(c.Disk)
+	if err != nil {
+		return fmt.Errorf("--disk: %w", err)
+	}
 	r, err := sandbox.New(c.apply(sandbox.Config{Isolation: sandbox.Isolation(c.Isolation), Logger: g.Log}))
 	if err != nil {
 		return err
@@ -77,7 +82,7 @@ func (c *sandboxRunCmd) Run(g *globals) error {
 		ReadOnly: c.RO,
 		Scratch:  c.RW,
 		Network:  sandbox.Network(c.Network),
-		Limits:   sandbox.Limits{Wall: c.Timeout, Memory: mem},
+		Limits:   sandbox.Limits{Wall: c.Timeout, Memory: mem, Disk: disk},
 	})
 	if err != nil {
 		fmt.Fprintf(g.IO.Err, "warren sandbox: %v\n", err)
@@ -85,6 +90,9 @@ func (c *sandboxRunCmd) Run(g *globals) error {
 	}
 	g.Log.Debug().Str("in_force", res.InForce).Str("resource_limits", res.ResourceLimits).
 		Dur("wall", res.Wall).Int64("peak_memory", res.PeakMemory).Msg("sandbox run ended")
+	if res.DiskFull {
+		fmt.Fprintf(g.IO.Err, "warren sandbox: the home's disk limit (--disk %s) was reached\n", c.Disk)
+	}
 	return commandExit(g, res.TimedOut, res.Signal, res.ExitCode, c.Timeout)
 }
 
@@ -121,4 +129,16 @@ func parseSize(s string) (int64, error) {
 		return 0, fmt.Errorf("%q is not a size like 512M or 2G", s)
 	}
 	return int64(v * float64(mult)), nil
+}
+
+// parseDisk reads a --disk value: a size, "unbounded" (-1: no quota), or
+// empty for sandbox.DefaultDisk (an in-process worker's flags).
+func parseDisk(s string) (int64, error) {
+	switch s {
+	case "unbounded":
+		return -1, nil
+	case "":
+		return sandbox.DefaultDisk, nil
+	}
+	return parseSize(s)
 }

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -65,7 +66,12 @@ func TestE2EVerifyCoqCorpus(t *testing.T) {
 	var werr bytes.Buffer
 	w.Stderr = &werr
 	require.NoError(t, w.Start())
-	t.Cleanup(func() { _ = w.Process.Kill(); _ = w.Wait() })
+	// Ended by SIGTERM when the test's context ends (it drains and closes
+	// its runner), not the default SIGKILL: a killed root worker leaves
+	// its warm homes' tmpfs mounted until the next worker on the scratch
+	// root sweeps them.
+	w.Cancel = func() error { return w.Process.Signal(syscall.SIGTERM) }
+	t.Cleanup(func() { _ = w.Wait() })
 
 	out := filepath.Join(t.TempDir(), "results.jsonl")
 	_, stderr, code := e.runFor(t, 10*time.Minute, "verify", in, "--out", out)

@@ -22,6 +22,14 @@ type NSConfig struct {
 	ShmSize  int64     `json:"shm_size"` // bytes, /dev/shm
 	Hostname string    `json:"hostname"`
 	Loopback bool      `json:"loopback"` // bring lo up
+	// Home, when set, bounds the home with a tmpfs mounted by the init
+	// (home_quota.go).
+	Home *HomeQuota `json:"home,omitempty"`
+	// TmpIn, when set, is a bounded home (a size-capped tmpfs) whose
+	// directories .tmp and .shm are bound at /tmp and /dev/shm (nosuid,
+	// nodev, noexec) instead of fresh tmpfs of TmpSize and ShmSize, so the
+	// home's disk limit covers them too.
+	TmpIn string `json:"tmp_in,omitempty"`
 }
 
 // Bind binds Source at the same path inside, read-only unless Writable.
@@ -62,6 +70,11 @@ func setupNamespace(ns *NSConfig) error {
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return fail(StepMakePrivate, "/", err)
 	}
+	if ns.Home != nil {
+		if err := mountHomeQuota(ns.Home); err != nil {
+			return err
+		}
+	}
 	srcs := make([]openedSource, len(ns.Binds))
 	for i, b := range ns.Binds {
 		s, err := openSource(b.Source)
@@ -78,6 +91,10 @@ func setupNamespace(ns *NSConfig) error {
 		}
 		devs[i] = s
 	}
+	tmpSrcs, err := openTmpIn(ns.TmpIn)
+	if err != nil {
+		return err
+	}
 	if err := unix.Mount("tmpfs", newRootMount, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0755,size=1m,nr_inodes=4096"); err != nil {
 		return fail("mount root tmpfs", newRootMount, err)
 	}
@@ -88,7 +105,11 @@ func setupNamespace(ns *NSConfig) error {
 	// /tmp first: the scratch directory (and a toolchain) may live under
 	// the host's /tmp and is then bound on top of the private one.
 	tmpfsFlags := uintptr(unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC)
-	if err := mountFresh(root, "/tmp", "tmpfs", tmpfsFlags, fmt.Sprintf("mode=1777,size=%d", ns.TmpSize)); err != nil {
+	if tmpSrcs != nil {
+		if err := bindNoexec(root, tmpSrcs[0], "/tmp"); err != nil {
+			return fail("bind /tmp", ns.TmpIn+"/"+tmpInDirs[0], err)
+		}
+	} else if err := mountFresh(root, "/tmp", "tmpfs", tmpfsFlags, fmt.Sprintf("mode=1777,size=%d", ns.TmpSize)); err != nil {
 		return fail("mount /tmp", "/tmp", err)
 	}
 	for i, b := range ns.Binds {
@@ -112,7 +133,11 @@ func setupNamespace(ns *NSConfig) error {
 			return fail("symlink", l.Path, err)
 		}
 	}
-	if err := mountFresh(root, "/dev/shm", "tmpfs", tmpfsFlags, fmt.Sprintf("mode=1777,size=%d", ns.ShmSize)); err != nil {
+	if tmpSrcs != nil {
+		if err := bindNoexec(root, tmpSrcs[1], "/dev/shm"); err != nil {
+			return fail("bind /dev/shm", ns.TmpIn+"/"+tmpInDirs[1], err)
+		}
+	} else if err := mountFresh(root, "/dev/shm", "tmpfs", tmpfsFlags, fmt.Sprintf("mode=1777,size=%d", ns.ShmSize)); err != nil {
 		return fail("mount /dev/shm", "/dev/shm", err)
 	}
 	if err := mountFresh(root, "/proc", "proc", tmpfsFlags, ""); err != nil {
@@ -137,7 +162,7 @@ func setupNamespace(ns *NSConfig) error {
 	if err := pivot(root); err != nil {
 		return err
 	}
-	for _, s := range append(srcs, devs...) {
+	for _, s := range append(append(srcs, devs...), tmpSrcs...) {
 		_ = unix.Close(s.fd)
 	}
 	_ = unix.Close(root)
