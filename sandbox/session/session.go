@@ -72,15 +72,15 @@ type Session struct {
 
 	wmu sync.Mutex // serialises frames to the agent
 
-	mu       sync.Mutex
-	calls    map[uint32]*call
+	mu    sync.Mutex
+	calls map[uint32]*call
 	// background counts the live background commands (calls with live
 	// set), under mu.
 	background int
-	nextID   uint32
-	gone     error // set once the sandbox has ended
-	result   *sandbox.Result
-	protoErr error
+	nextID     uint32
+	gone       error // set once the sandbox has ended
+	result     *sandbox.Result
+	protoErr   error
 
 	closing   atomic.Bool
 	closeOnce sync.Once
