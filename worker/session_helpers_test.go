@@ -13,8 +13,8 @@ import (
 	"github.com/warrenhq/warren/broker"
 	"github.com/warrenhq/warren/broker/brokertest"
 	"github.com/warrenhq/warren/messages"
-	"github.com/warrenhq/warren/scheduler"
 	"github.com/warrenhq/warren/sandbox/sandboxtest"
+	"github.com/warrenhq/warren/scheduler"
 	"github.com/warrenhq/warren/worker"
 )
 
