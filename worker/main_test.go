@@ -79,24 +79,13 @@ func runHelperWorker(url string) int {
 }
 
 // buildSessionAgent builds the session agent once for every test of the
-// package (unless sandboxtest.AgentEnv names one) and returns what removes
-// it.
+// package (BuildAgent then returns it) and returns what removes it.
 func buildSessionAgent() func() {
-	if os.Getenv(sandboxtest.AgentEnv) != "" {
-		return func() {}
-	}
-	dir, err := os.MkdirTemp("", "warren-worker-agent-")
-	if err == nil {
-		err = os.Chmod(dir, 0o755) // sandbox uids of a root run must reach it
-	}
-	var bin string
-	if err == nil {
-		bin, err = sandboxtest.Build(dir, "warren-sandbox-agent", "github.com/warrenhq/warren/cmd/warren-sandbox-agent")
-	}
+	bin, remove, err := sandboxtest.AgentForMain()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "worker tests: the session agent:", err)
 		os.Exit(1)
 	}
 	_ = os.Setenv(sandboxtest.AgentEnv, bin)
-	return func() { _ = os.RemoveAll(dir) }
+	return remove
 }

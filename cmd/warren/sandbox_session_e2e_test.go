@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -20,11 +19,10 @@ import (
 )
 
 // The whole session lifecycle through the CLI, against `warren worker`
-// processes (without isolation: they serve host-process sessions; the
-// session primitive's own tests prove isolation).
+// processes with the default isolation: each session is a real sandbox.
 func TestE2ESandboxSessionLifecycle(t *testing.T) {
 	e := newE2E(t)
-	e.startWorker(t, 2, "--drain-timeout", "5s")
+	e.startSandboxedWorker(t, 2, "--drain-timeout", "5s")
 
 	out, stderr, code := e.run(t, "sandbox", "create", "--json", "--env", "GREETING=hi", "--idle", "5m")
 	require.Zero(t, code, stderr)
@@ -138,8 +136,8 @@ func TestE2ESandboxSessionLifecycle(t *testing.T) {
 func TestE2ESandboxWorkerKilled(t *testing.T) {
 	e := newE2E(t)
 	host := fmt.Sprintf("e2e-kill-%d", time.Now().UnixNano())
-	c := e.cmd(context.Background(), "worker", "--capacity", "1", "--isolation", "none", "--insecure-no-isolation",
-		"--scratch-root", t.TempDir(), "--session-root", t.TempDir(), "--host-id", host)
+	c := e.cmd(context.Background(), "worker", "--capacity", "1", "--isolation", "auto",
+		"--scratch-root", sandboxScratch(t), "--session-root", t.TempDir(), "--host-id", host)
 	var errb syncBuf
 	c.Stderr = &errb
 	require.NoError(t, c.Start())
@@ -155,16 +153,16 @@ func TestE2ESandboxWorkerKilled(t *testing.T) {
 	marker := fmt.Sprintf("%d", time.Now().UnixNano()%100000+100000)
 	out, stderr, code = e.run(t, "sandbox", "exec", "--background", id, "--", "sleep", marker)
 	require.Zero(t, code, stderr)
-	pid, err := strconv.Atoi(strings.TrimSpace(out))
+	_, err := strconv.Atoi(strings.TrimSpace(out)) // its pid in the sandbox's pid namespace
 	require.NoError(t, err)
-	require.NoError(t, syscall.Kill(pid, 0), "the background command runs")
+	require.NotEmpty(t, hostPidsOf(t, "sleep", marker), "the background command runs on the host")
 
 	require.NoError(t, c.Process.Kill())
 	_ = c.Wait()
 	_, stderr, code = e.run(t, "sandbox", "status", id)
 	require.NotZero(t, code)
 	require.Contains(t, stderr, "sandbox_gone")
-	require.Eventually(t, func() bool { return syscall.Kill(pid, 0) != nil }, 10*time.Second, 10*time.Millisecond,
+	require.Eventually(t, func() bool { return len(hostPidsOf(t, "sleep", marker)) == 0 }, 10*time.Second, 10*time.Millisecond,
 		"the sandbox's process outlived its worker")
 }
 
@@ -174,8 +172,8 @@ func TestE2EAuthSandboxSessions(t *testing.T) {
 	a := startAuthE2E(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	workerErr := background(t, a.as(context.Background(), broker.WorkerCreds, "worker", "--capacity", "2", "--isolation", "none",
-		"--insecure-no-isolation", "--scratch-root", t.TempDir(), "--session-root", t.TempDir(), "--host-id", "auth-sbx", "--drain-timeout", "5s"))
+	workerErr := background(t, a.as(context.Background(), broker.WorkerCreds, "worker", "--capacity", "2", "--isolation", "auto",
+		"--scratch-root", sandboxScratch(t), "--session-root", t.TempDir(), "--host-id", "auth-sbx", "--drain-timeout", "5s"))
 	a.waitForWorker(t, workerErr)
 
 	out, stderr, code := runCmd(t, a.as(ctx, "alice.creds", "sandbox", "create", "--json"))
@@ -203,4 +201,23 @@ func TestE2EAuthSandboxSessions(t *testing.T) {
 
 	_, stderr, code = runCmd(t, a.as(ctx, "alice.creds", "sandbox", "rm", created.ID))
 	require.Zero(t, code, stderr)
+}
+
+// hostPidsOf lists the host's processes whose argv is exactly argv.
+func hostPidsOf(t *testing.T, argv ...string) []int {
+	t.Helper()
+	want := strings.Join(argv, "\x00") + "\x00"
+	ents, err := os.ReadDir("/proc")
+	require.NoError(t, err)
+	var pids []int
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline")); err == nil && string(b) == want {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
 }

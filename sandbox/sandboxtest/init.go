@@ -50,6 +50,27 @@ func BuildAgent(tb testing.TB) string {
 	return bin
 }
 
+// AgentForMain is BuildAgent for a TestMain (no testing.TB): AgentEnv
+// when set, else the agent built in a 0755 directory; remove deletes what
+// it built.
+func AgentForMain() (bin string, remove func(), err error) {
+	if p := os.Getenv(AgentEnv); p != "" {
+		return p, func() {}, nil
+	}
+	dir, err := os.MkdirTemp("", "warren-agent-")
+	if err == nil {
+		err = os.Chmod(dir, 0o755) // sandbox uids of a root run must reach it
+	}
+	if err == nil {
+		bin, err = Build(dir, "warren-sandbox-agent", "github.com/warrenhq/warren/cmd/warren-sandbox-agent")
+	}
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		return "", nil, err
+	}
+	return bin, func() { _ = os.RemoveAll(dir) }, nil
+}
+
 // binDir is a directory of mode 0755 (t.TempDir's parent is 0700, which
 // a root worker's sandbox uids cannot pass) removed when tb ends.
 func binDir(tb testing.TB) string {
