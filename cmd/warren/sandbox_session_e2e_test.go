@@ -6,11 +6,13 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -220,4 +222,65 @@ func hostPidsOf(t *testing.T, argv ...string) []int {
 		}
 	}
 	return pids
+}
+
+// A session of a worker with the default isolation is a sandbox over the
+// wire: through the CLI, reading a host file outside its view and
+// connecting to a host TCP port both fail, while the same on the host
+// succeeds, and its commands run as a uid other than the worker's.
+func TestE2ESandboxSessionIsolated(t *testing.T) {
+	dir, err := os.MkdirTemp("", "warren-e2e-probe-")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	require.NoError(t, os.Chmod(dir, 0o755)) // readable by any uid without a sandbox
+	secret := filepath.Join(dir, "secret")
+	require.NoError(t, os.WriteFile(secret, []byte("host secret"), 0o644))
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = ln.Close() })
+	var accepted atomic.Int64
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			accepted.Add(1)
+			_ = c.Close()
+		}
+	}()
+	connect := fmt.Sprintf("import socket; socket.create_connection(('127.0.0.1', %d), 2); print('connected')", ln.Addr().(*net.TCPAddr).Port)
+
+	// The controls: both work on the host.
+	b, err := os.ReadFile(secret)
+	require.NoError(t, err)
+	require.Equal(t, "host secret", string(b))
+	ctl, err := exec.Command("python3", "-c", connect).CombinedOutput()
+	require.NoError(t, err, "%s", ctl)
+	require.Equal(t, "connected\n", string(ctl))
+	require.EqualValues(t, 1, accepted.Load())
+
+	e := newE2E(t)
+	e.startSandboxedWorker(t, 1, "--drain-timeout", "5s")
+	out, stderr, code := e.run(t, "sandbox", "create")
+	require.Zero(t, code, stderr)
+	id := strings.TrimSpace(out)
+
+	out, stderr, code = e.run(t, "sandbox", "exec", id, "--", "cat", secret)
+	require.NotZero(t, code, "read a host file outside the view: %q", out)
+	require.NotContains(t, out, "host secret")
+	require.NotEmpty(t, stderr)
+	out, stderr, code = e.run(t, "sandbox", "exec", id, "--", "python3", "-c", connect)
+	require.NotZero(t, code, "connected to the host: %q %q", out, stderr)
+	require.NotContains(t, out, "connected")
+	require.EqualValues(t, 1, accepted.Load(), "no connection from the session reached the host listener")
+
+	out, stderr, code = e.run(t, "sandbox", "exec", id, "--", "id", "-u")
+	require.Zero(t, code, stderr)
+	uid, err := strconv.Atoi(strings.TrimSpace(out))
+	require.NoError(t, err, out)
+	require.NotEqual(t, os.Getuid(), uid, "the session's commands run as the worker's uid")
+	require.NotZero(t, uid, "the session's commands run as root")
+	_, stderr, code = e.run(t, "sandbox", "rm", id)
+	require.Zero(t, code, stderr)
 }
