@@ -284,3 +284,31 @@ func TestE2ESandboxSessionIsolated(t *testing.T) {
 	_, stderr, code = e.run(t, "sandbox", "rm", id)
 	require.Zero(t, code, stderr)
 }
+
+// A worker whose session agent is missing says so at start, naming the
+// file and the fix, and serves tasks but no sessions.
+func TestE2EWorkerWithoutAgentSaysSo(t *testing.T) {
+	e := newE2E(t)
+	missing := filepath.Join(t.TempDir(), "warren-sandbox-agent")
+	host := fmt.Sprintf("e2e-noagent-%d", time.Now().UnixNano())
+	c := e.cmd(context.Background(), "worker", "--capacity", "1", "--isolation", "none", "--insecure-no-isolation",
+		"--scratch-root", t.TempDir(), "--host-id", host, "--session-agent", missing)
+	var errb syncBuf
+	c.Stderr = &errb
+	require.NoError(t, c.Start())
+	t.Cleanup(func() { _ = c.Process.Kill(); _ = c.Wait() })
+	require.Eventually(t, func() bool {
+		out, _, code := e.run(t, "hosts", "--json")
+		return code == 0 && strings.Contains(out, host)
+	}, 30*time.Second, 50*time.Millisecond, "worker did not register: %s", errb.String())
+	require.Contains(t, errb.String(), missing)
+	require.Contains(t, errb.String(), "make build")
+	require.Contains(t, errb.String(), "sandbox sessions not served")
+
+	_, stderr, code := e.run(t, "sandbox", "create")
+	require.NotZero(t, code)
+	require.Contains(t, stderr, "no_capacity")
+	out, stderr, code := e.run(t, "exec", "--", "echo", "tasks run")
+	require.Zero(t, code, stderr)
+	require.Contains(t, out, "tasks run")
+}
