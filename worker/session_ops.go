@@ -24,7 +24,10 @@ func sessionSpec(c *messages.SandboxCreate, home string, ttl time.Duration) Sess
 	return SessionSpec{Home: home, Sandbox: sandbox.Spec{
 		Env:     c.Env,
 		Network: sandbox.Network(c.Network),
-		Limits:  sandbox.Limits{Wall: ttl + time.Minute, Memory: c.MemoryBytes, FileSize: c.DiskBytes, TmpSize: c.DiskBytes},
+		// --disk bounds each file (RLIMIT_FSIZE) and the private /tmp; the
+		// home is the run's own scratch, bounded as a task's.
+		Limits: sandbox.Limits{Wall: ttl + time.Minute, Memory: c.MemoryBytes, FileSize: c.DiskBytes, TmpSize: c.DiskBytes},// TODO(diskport): Disk: c.DiskBytes, (the size-capped tmpfs home) once h/diskport adds Limits.Disk.
+
 	}}
 }
 

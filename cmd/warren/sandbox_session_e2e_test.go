@@ -312,3 +312,26 @@ func TestE2EWorkerWithoutAgentSaysSo(t *testing.T) {
 	require.Zero(t, code, stderr)
 	require.Contains(t, out, "tasks run")
 }
+
+// create's --disk and --memory reach the session's sandbox: a file over
+// the disk limit and an allocation over the memory limit fail, what fits
+// works, and the session lives on.
+func TestE2ESandboxCreateLimits(t *testing.T) {
+	e := newE2E(t)
+	e.startSandboxedWorker(t, 1, "--drain-timeout", "5s")
+	out, stderr, code := e.run(t, "sandbox", "create", "--disk", "1M", "--memory", "96M")
+	require.Zero(t, code, stderr)
+	id := strings.TrimSpace(out)
+	_, stderr, code = e.run(t, "sandbox", "exec", id, "--", "sh", "-c", "head -c 512K /dev/zero > fits")
+	require.Zero(t, code, stderr)
+	_, stderr, code = e.run(t, "sandbox", "exec", id, "--", "sh", "-c", "head -c 2M /dev/zero > big")
+	require.NotZero(t, code, "a 2 MiB file under --disk 1M: %s", stderr)
+	out, stderr, code = e.run(t, "sandbox", "exec", id, "--", "python3", "-c", "b = bytearray(256 << 20); print('allocated')")
+	require.NotZero(t, code, "256 MiB under --memory 96M: %q %s", out, stderr)
+	require.NotContains(t, out, "allocated")
+	out, stderr, code = e.run(t, "sandbox", "exec", id, "--", "python3", "-c", "b = bytearray(16 << 20); print('allocated')")
+	require.Zero(t, code, stderr)
+	require.Equal(t, "allocated\n", out)
+	_, stderr, code = e.run(t, "sandbox", "rm", id)
+	require.Zero(t, code, stderr)
+}
