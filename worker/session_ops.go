@@ -26,8 +26,8 @@ func sessionSpec(c *messages.SandboxCreate, home string, ttl time.Duration) Sess
 		Network: sandbox.Network(c.Network),
 		// --disk bounds each file (RLIMIT_FSIZE) and the private /tmp; the
 		// home is the run's own scratch, bounded as a task's.
-		Limits: sandbox.Limits{Wall: ttl + time.Minute, Memory: c.MemoryBytes, FileSize: c.DiskBytes, TmpSize: c.DiskBytes},// TODO(diskport): Disk: c.DiskBytes, (the size-capped tmpfs home) once h/diskport adds Limits.Disk.
-
+		// TODO(diskport): add Disk: c.DiskBytes (the size-capped tmpfs home) once h/diskport adds Limits.Disk.
+		Limits: sandbox.Limits{Wall: ttl + time.Minute, Memory: c.MemoryBytes, FileSize: c.DiskBytes, TmpSize: c.DiskBytes},
 	}}
 }
 
