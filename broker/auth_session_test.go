@@ -3,6 +3,7 @@ package broker_test
 import (
 	"bytes"
 	"context"
+	"os"
 	"testing"
 	"time"
 
@@ -11,9 +12,9 @@ import (
 	"github.com/warrenhq/warren/broker"
 	"github.com/warrenhq/warren/messages"
 	"github.com/warrenhq/warren/sandbox"
+	"github.com/warrenhq/warren/sandbox/sandboxtest"
 	"github.com/warrenhq/warren/scheduler"
 	"github.com/warrenhq/warren/worker"
-	"github.com/warrenhq/warren/worker/hostsession"
 )
 
 // TestAuthSandboxSessionsPerTenant: a tenant reaches its own sessions
@@ -24,14 +25,21 @@ import (
 // nothing beyond its role.
 func TestAuthSandboxSessionsPerTenant(t *testing.T) {
 	f := startAuthFleet(t)
-	runner, err := sandbox.New(sandbox.Config{Isolation: sandbox.IsolationNone, AllowInsecure: true, ScratchRoot: t.TempDir()})
+	// An isolated runner (auto), as a worker runs by default; the sandbox
+	// uids of a root run must reach its scratch (t.TempDir's parent is 0700).
+	scratch, err := os.MkdirTemp("", "warren-auth-session-")
+	require.NoError(t, err)
+	require.NoError(t, os.Chmod(scratch, 0o711))
+	t.Cleanup(func() { _ = os.RemoveAll(scratch) })
+	runner, err := sandbox.New(sandbox.Config{ScratchRoot: scratch, InitPath: sandboxtest.BuildInit(t)})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = runner.Close() })
+	require.NoError(t, runner.Start(context.Background()))
 	wc := f.as(t, broker.WorkerCreds)
 	w, err := worker.New(wc.nc, worker.Config{HostID: "w1", Capacity: 2, Runner: runner,
-		Isolation: []messages.Isolation{messages.IsolationNone}, Logger: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)})
+		Isolation: []messages.Isolation{messages.IsolationAuto}, Logger: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)})
 	require.NoError(t, err)
-	ss, err := worker.NewSessions(w, worker.SessionsConfig{Factory: hostsession.Start, Root: t.TempDir()})
+	ss, err := worker.NewSessions(w, worker.SessionsConfig{Factory: worker.PrimitiveSessions(sandboxtest.BuildAgent(t)), Root: t.TempDir()})
 	require.NoError(t, err)
 	require.NoError(t, w.Start(ctx10(t)))
 	require.NoError(t, ss.Start(ctx10(t)))

@@ -190,10 +190,12 @@
 // but create and sessions carries the session's token, a stateless HMAC
 // over (id, tenant, expiry) with the host's key (session_token.go); the
 // tenant is the subject's. The session itself is behind [SessionFactory] /
-// [SessionSandbox] (the sandbox/session primitive, or package hostsession
-// for workers without isolation). Failure handling: a session whose
-// sandbox died, whose TTL passed or that idled (no foreground exec, no
-// request but status, for its idle time; background commands do not count) is ended by the reaper every Sweep; Stop
+// [SessionSandbox]; every worker's is [PrimitiveSessions], package
+// sandbox/session: one run of the agent in the worker's runner, confined
+// as its tasks are (not at all under isolation none). Failure handling: a
+// session whose sandbox died, whose TTL passed or that idled (nothing
+// running, foreground or background, and no request but status, for its
+// idle time) is ended by the reaper every Sweep; Stop
 // refuses creates (draining), waits for the sessions until its ctx ends,
 // then ends them; a request for an ended session gets sandbox_gone with the
 // reason (the last 1024 are remembered). Limits: MaxRequests handled at

@@ -12,6 +12,7 @@ import (
 	"github.com/warrenhq/warren/broker"
 	"github.com/warrenhq/warren/messages"
 	"github.com/warrenhq/warren/sandbox"
+	"github.com/warrenhq/warren/sandbox/sandboxtest"
 	"github.com/warrenhq/warren/worker"
 	"go.uber.org/goleak"
 )
@@ -25,7 +26,9 @@ func TestMain(m *testing.M) {
 	if url := os.Getenv(helperWorkerEnv); url != "" {
 		os.Exit(runHelperWorker(url))
 	}
+	removeAgent := buildSessionAgent()
 	code := m.Run()
+	removeAgent()
 	if code == 0 {
 		// Every goroutine a worker starts is owned and waited for by Stop:
 		// none may outlive the tests.
@@ -73,4 +76,16 @@ func runHelperWorker(url string) int {
 	}
 	fmt.Println("ready")
 	select {} // until killed
+}
+
+// buildSessionAgent builds the session agent once for every test of the
+// package (BuildAgent then returns it) and returns what removes it.
+func buildSessionAgent() func() {
+	bin, remove, err := sandboxtest.AgentForMain()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "worker tests: the session agent:", err)
+		os.Exit(1)
+	}
+	_ = os.Setenv(sandboxtest.AgentEnv, bin)
+	return remove
 }

@@ -15,9 +15,9 @@ import (
 // BenchmarkSessionOps measures, through NATS on a warm host, the latency of
 // a session's create, an exec of `true` in it and its delete, beside a
 // one-shot task (`/bin/true`: publish -> worker -> sandbox -> final event)
-// in the same run. Sessions run on sessionFactory (the host-process
-// stand-in until sandbox/session is merged: no sandbox per exec); tasks on
-// the strongest sandbox this host has.
+// in the same run. Sessions and tasks share the worker's runner: the
+// strongest sandbox this host has, a warm sandbox per core (Prestart), the
+// dedicated init; a session is one run of the agent in it.
 func BenchmarkSessionOps(b *testing.B) {
 	const n = 200
 	runner, mode := benchRunner(b)
@@ -27,7 +27,7 @@ func BenchmarkSessionOps(b *testing.B) {
 	defer cancel()
 	c := sessionClient(b, br)
 	cnc, cjs := br.Dial(b, "bench-tasks")
-	b.Logf("tasks: sandbox %s; sessions: sessionFactory (the hostsession stand-in, no sandbox, unless swapped for the primitive)", mode)
+	b.Logf("tasks and sessions: sandbox %s", mode)
 	for b.Loop() {
 		var create, execT, del, task []time.Duration
 		for i := range n {

@@ -13,15 +13,10 @@ import (
 	"github.com/warrenhq/warren/broker"
 	"github.com/warrenhq/warren/broker/brokertest"
 	"github.com/warrenhq/warren/messages"
+	"github.com/warrenhq/warren/sandbox/sandboxtest"
 	"github.com/warrenhq/warren/scheduler"
 	"github.com/warrenhq/warren/worker"
-	"github.com/warrenhq/warren/worker/hostsession"
 )
-
-// sessionFactory starts the sessions of these tests. Until package
-// sandbox/session is merged it is the host-process stand-in (hostsession); with it, an
-// adapter of session.Start goes here and nothing else changes.
-var sessionFactory worker.SessionFactory = hostsession.Start
 
 // sessionHost is a worker serving sessions, on a connection of its own.
 type sessionHost struct {
@@ -38,25 +33,25 @@ type sessionOpts struct {
 	started  chan<- string
 	pullWait time.Duration // default 500ms
 	metrics  prometheus.Registerer
-	runner   worker.Runner // default insecureRunner
+	runner   worker.Runner // default sandboxedRunner (isolated, one warm sandbox)
 }
 
 func startSessionHost(t testing.TB, b *brokertest.Broker, name string, o sessionOpts) *sessionHost {
 	t.Helper()
 	nc, _ := b.Dial(t, name)
 	if o.runner == nil {
-		o.runner = insecureRunner(t)
+		o.runner = sandboxedRunner(t, 1)
 	}
 	logger := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
 	w, err := worker.New(nc, worker.Config{
 		HostID: name, Capacity: max(o.capacity, 1), Runner: o.runner,
-		Isolation: []messages.Isolation{messages.IsolationNone},
+		Isolation: []messages.Isolation{messages.IsolationAuto},
 		Consumer:  broker.ConsumerConfig{AckWait: 3 * time.Second}, PullWait: cmp.Or(o.pullWait, 500*time.Millisecond),
 		RegistryInterval: time.Second, Logger: logger, TaskStarted: o.started, Metrics: o.metrics,
 	})
 	require.NoError(t, err)
 	root := t.TempDir()
-	s, err := worker.NewSessions(w, worker.SessionsConfig{Factory: sessionFactory, Root: root,
+	s, err := worker.NewSessions(w, worker.SessionsConfig{Factory: worker.PrimitiveSessions(sandboxtest.BuildAgent(t)), Root: root,
 		Sweep: o.sweep, DefaultIdle: o.idle})
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

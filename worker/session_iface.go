@@ -23,7 +23,8 @@ type SessionSpec struct {
 }
 
 // SessionFactory starts a session; it owns the home and the uid it runs
-// under until Close.
+// under until Close. PrimitiveSessions is the one every worker uses; the
+// seam is for tests of the manager's own failure handling.
 type SessionFactory func(ctx context.Context, r Runner, spec SessionSpec) (SessionSandbox, error)
 
 // SessionExec is one command to run in a session.
@@ -69,8 +70,9 @@ type SessionSandbox interface {
 	Ps(ctx context.Context) ([]SessionProcess, error)
 	Kill(ctx context.Context, pid int, sig syscall.Signal) error
 	Files() SessionFiles
-	// Running counts its foreground commands in flight (background ones
-	// do not keep a session from idling out).
+	// Running counts its commands in flight, foreground and background:
+	// idle eviction never ends a session while it is above 0 (a
+	// background server keeps it; the TTL bounds it).
 	Running() int
 	LastActivity() time.Time
 	// Close kills everything, tears down the uid and home; idempotent.

@@ -370,6 +370,8 @@ func (s *Sessions) create(tenant string, c *messages.SandboxCreate) (*messages.S
 	id := messages.SandboxID(s.w.cfg.HostID, hex.EncodeToString(lb[:]))
 	home := filepath.Join(s.cfg.Root, hex.EncodeToString(lb[:]))
 	spec := sessionSpec(c, home, ttl)
+	// The operator's AF_UNIX opt-in is per exec profile, for sessions as for tasks.
+	spec.Sandbox.UnixSockets = s.w.unixSockets(profile, spec.Sandbox.Isolation)
 	sb, err := s.cfg.Factory(ctx, s.w.cfg.Runner, spec)
 	if err != nil {
 		_ = os.RemoveAll(home)

@@ -24,7 +24,9 @@ func sessionSpec(c *messages.SandboxCreate, home string, ttl time.Duration) Sess
 	return SessionSpec{Home: home, Sandbox: sandbox.Spec{
 		Env:     c.Env,
 		Network: sandbox.Network(c.Network),
-		Limits:  sandbox.Limits{Wall: ttl + time.Minute, Memory: c.MemoryBytes, FileSize: c.DiskBytes, TmpSize: c.DiskBytes},
+		// --disk bounds the home (a size-capped tmpfs holding its /tmp and
+		// /dev/shm too, as a task's) and each file in it.
+		Limits: sandbox.Limits{Wall: ttl + time.Minute, Memory: c.MemoryBytes, Disk: c.DiskBytes, FileSize: c.DiskBytes, TmpSize: c.DiskBytes},
 	}}
 }
 

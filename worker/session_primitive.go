@@ -1,10 +1,3 @@
-//go:build warren_session_primitive
-
-// Remove the build constraint above once package sandbox/session (branch
-// h/sess15a) is merged: this adapter was run against it (every
-// TestSession* test of this package passes with sessionFactory =
-// worker.PrimitiveSessions(agent) and a namespace runner).
-
 package worker
 
 import (
@@ -17,11 +10,14 @@ import (
 	"github.com/warrenhq/warren/sandbox/session"
 )
 
-// PrimitiveSessions is the SessionFactory of package sandbox/session: an
-// isolated session in a sandbox of the worker's runner, its agent at
-// agentPath ("" = next to the executable). The home is the run's scratch
-// directory (spec.Home unused), so a warm sandbox serves it and the
-// runner's teardown removes it with the uid, as a task's.
+// PrimitiveSessions is the SessionFactory of every worker, package
+// sandbox/session: a session is one run of the agent in a sandbox of the
+// worker's runner, as confined as a task of that runner (under a runner
+// of isolation none, not at all: the agent and its commands run as plain
+// host processes of the worker's user), its agent at agentPath ("" = next
+// to the executable). The home is the run's scratch directory (spec.Home
+// unused), so a warm sandbox serves it and the runner's teardown removes
+// it with the uid, as a task's.
 func PrimitiveSessions(agentPath string) SessionFactory {
 	return func(ctx context.Context, r Runner, spec SessionSpec) (SessionSandbox, error) {
 		s, err := session.Start(ctx, r, session.Spec{Sandbox: spec.Sandbox, AgentPath: agentPath})
@@ -33,6 +29,11 @@ func PrimitiveSessions(agentPath string) SessionFactory {
 }
 
 type primitive struct{ *session.Session }
+
+// Running counts the foreground execs and the live background commands:
+// a background server keeps its session from idling out (its TTL bounds
+// it).
+func (p primitive) Running() int { return p.Session.Running() + p.Session.Background() }
 
 // primitiveErr gives the primitive's refusals their wire codes.
 func primitiveErr(err error) error {

@@ -95,7 +95,7 @@ func TestSessionLifecycle(t *testing.T) {
 	require.True(t, ps[0].Background)
 	info, err := sb.Status(ctx)
 	require.NoError(t, err)
-	require.Zero(t, info.Running, "running counts foreground commands")
+	require.Equal(t, 1, info.Running, "running counts the background command")
 	require.Equal(t, messages.SandboxRunning, info.State)
 	require.NoError(t, sb.Kill(ctx, bg.PID, "SIGKILL"))
 	require.Eventually(t, func() bool { ps, err := sb.Ps(ctx); return err == nil && len(ps) == 0 }, 10*time.Second, 10*time.Millisecond)
@@ -208,11 +208,20 @@ func TestSessionIdleEviction(t *testing.T) {
 	exit, err := sb.Exec(ctx, scheduler.ExecOptions{Argv: []string{"sleep", "0.9"}}, nil, nil)
 	require.NoError(t, err, "never evicted while a command runs")
 	require.Zero(t, exit.ExitCode)
-	// A background command does not hold it: it idles out the idle time
-	// after the last request (status polls are not activity).
-	bg, err := sb.Exec(ctx, scheduler.ExecOptions{Argv: []string{"sleep", "60"}, Background: true}, nil, nil)
+	// A live background command holds it too (a server in the
+	// background): past three idle timeouts without a request...
+	_, err = sb.CopyTo(ctx, strings.NewReader(""), "hold", scheduler.CopyOptions{})
+	require.NoError(t, err)
+	bg, err := sb.Exec(ctx, scheduler.ExecOptions{Argv: []string{"sh", "-c", "while [ -e hold ]; do sleep 0.02; done"}, Background: true}, nil, nil)
 	require.NoError(t, err)
 	require.Positive(t, bg.PID)
+	for held := time.Now().Add(3 * idle); time.Now().Before(held); {
+		_, err := sb.Status(ctx) // status polls are not activity
+		require.NoError(t, err, "never evicted while a background command runs")
+		time.Sleep(10 * time.Millisecond) // a poll interval, not synchronisation
+	}
+	// ...then, once it has ended, it idles out the idle time after.
+	require.NoError(t, sb.Remove(ctx, "hold", false))
 	last := time.Now()
 	var ended time.Time
 	require.Eventually(t, func() bool {

@@ -71,7 +71,8 @@ func startAuthE2E(t *testing.T) *authE2E {
 // plain is a warren process with no broker settings of its own.
 func (a *authE2E) plain(ctx context.Context, args ...string) *exec.Cmd {
 	c := exec.CommandContext(ctx, os.Args[0], args...)
-	c.Env = append(envWithout("WARREN_"), e2eMainEnv+"=1", "WARREN_DATA_DIR="+a.e.dataDir, "WARREN_LOG_LEVEL=warn")
+	c.Env = append(envWithout("WARREN_"), e2eMainEnv+"=1", "WARREN_DATA_DIR="+a.e.dataDir, "WARREN_LOG_LEVEL=warn",
+		"WARREN_SESSION_AGENT="+os.Getenv("WARREN_SESSION_AGENT")) // TestMain's agent, as make build puts it next to warren
 	return c
 }
 

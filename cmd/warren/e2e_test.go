@@ -56,8 +56,31 @@ func (e *e2e) runFor(t *testing.T, limit time.Duration, args ...string) (string,
 // isolation; the sandbox packages prove isolation.
 func (e *e2e) startWorker(t *testing.T, capacity int, extra ...string) {
 	t.Helper()
-	c := e.cmd(context.Background(), append([]string{"worker", "--capacity", fmt.Sprint(capacity), "--isolation", "none", "--insecure-no-isolation",
-		"--scratch-root", t.TempDir(), "--host-id", fmt.Sprintf("e2e-%d", time.Now().UnixNano())}, extra...)...)
+	e.startWorkerIn(t, []string{"--isolation", "none", "--insecure-no-isolation", "--scratch-root", t.TempDir()}, capacity, extra...)
+}
+
+// startSandboxedWorker is startWorker with the default isolation (auto:
+// every task and session in a real sandbox), its scratch root in a
+// directory a root worker's sandbox uids can pass.
+func (e *e2e) startSandboxedWorker(t *testing.T, capacity int, extra ...string) {
+	t.Helper()
+	e.startWorkerIn(t, []string{"--isolation", "auto", "--scratch-root", sandboxScratch(t)}, capacity, extra...)
+}
+
+// sandboxScratch is a scratch root for an isolated worker (t.TempDir's
+// parent is 0700, which the sandbox uids of a root worker cannot pass).
+func sandboxScratch(t *testing.T) string {
+	dir, err := os.MkdirTemp("", "warren-e2e-scratch-")
+	require.NoError(t, err)
+	require.NoError(t, os.Chmod(dir, 0o711))
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	return dir
+}
+
+func (e *e2e) startWorkerIn(t *testing.T, isolation []string, capacity int, extra ...string) {
+	t.Helper()
+	args := append([]string{"worker", "--capacity", fmt.Sprint(capacity), "--host-id", fmt.Sprintf("e2e-%d", time.Now().UnixNano())}, isolation...)
+	c := e.cmd(context.Background(), append(args, extra...)...)
 	errb := &syncBuf{} // the process writes while the test reads
 	c.Stderr = errb
 	require.NoError(t, c.Start())

@@ -86,8 +86,8 @@ func percentile(d []time.Duration, p float64) time.Duration {
 	return s[min(len(s)-1, int(float64(len(s))*p))]
 }
 
-// buildWarren builds warren and warren-sandbox-init (next to it, where
-// the worker looks for it) for a benchmark, and the environment to run
+// buildWarren builds warren, warren-sandbox-init and warren-sandbox-agent
+// (next to it, where the worker looks for them, as make build puts them) for a benchmark, and the environment to run
 // them with: a data dir of their own, warnings only.
 func buildWarren(b *testing.B) (string, []string) {
 	dir := b.TempDir()
@@ -96,6 +96,7 @@ func buildWarren(b *testing.B) (string, []string) {
 	for _, build := range [][]string{
 		{"build", "-o", warren, "github.com/warrenhq/warren/cmd/warren"},
 		{"build", "-o", filepath.Join(dir, "warren-sandbox-init"), "github.com/warrenhq/warren/cmd/warren-sandbox-init"},
+		{"build", "-o", filepath.Join(dir, "warren-sandbox-agent"), "github.com/warrenhq/warren/cmd/warren-sandbox-agent"},
 	} {
 		cmd := exec.Command("go", build...)
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")

@@ -83,7 +83,7 @@ type sandboxCreateCmd struct {
 	Idle    time.Duration     `help:"End it after this long with nothing running (default: the host's, 10m)."`
 	TTL     time.Duration     `name:"ttl" help:"End it this long after create, whatever runs (default: the host's, 1h); also its token's expiry."`
 	Memory  string            `help:"Memory limit, e.g. 512M." placeholder:"SIZE"`
-	Disk    string            `help:"File size limit, e.g. 1G." placeholder:"SIZE"`
+	Disk    string            `help:"Disk limit, e.g. 1G: each file (RLIMIT_FSIZE) and the private /tmp; the home is the run's scratch, bounded as a task's." placeholder:"SIZE"`
 	Network string            `help:"none or loopback." enum:"none,loopback" default:"none"`
 	Env     map[string]string `help:"Environment of every command (repeatable K=V); kept in the host's memory only." placeholder:"K=V"`
 	Wait    bool              `help:"While no host has a free slot, keep trying (up to --wait-for) instead of failing at once."`

@@ -6,12 +6,13 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -20,11 +21,10 @@ import (
 )
 
 // The whole session lifecycle through the CLI, against `warren worker`
-// processes (without isolation: they serve host-process sessions; the
-// session primitive's own tests prove isolation).
+// processes with the default isolation: each session is a real sandbox.
 func TestE2ESandboxSessionLifecycle(t *testing.T) {
 	e := newE2E(t)
-	e.startWorker(t, 2, "--drain-timeout", "5s")
+	e.startSandboxedWorker(t, 2, "--drain-timeout", "5s")
 
 	out, stderr, code := e.run(t, "sandbox", "create", "--json", "--env", "GREETING=hi", "--idle", "5m")
 	require.Zero(t, code, stderr)
@@ -138,8 +138,8 @@ func TestE2ESandboxSessionLifecycle(t *testing.T) {
 func TestE2ESandboxWorkerKilled(t *testing.T) {
 	e := newE2E(t)
 	host := fmt.Sprintf("e2e-kill-%d", time.Now().UnixNano())
-	c := e.cmd(context.Background(), "worker", "--capacity", "1", "--isolation", "none", "--insecure-no-isolation",
-		"--scratch-root", t.TempDir(), "--session-root", t.TempDir(), "--host-id", host)
+	c := e.cmd(context.Background(), "worker", "--capacity", "1", "--isolation", "auto",
+		"--scratch-root", sandboxScratch(t), "--session-root", t.TempDir(), "--host-id", host)
 	var errb syncBuf
 	c.Stderr = &errb
 	require.NoError(t, c.Start())
@@ -155,16 +155,16 @@ func TestE2ESandboxWorkerKilled(t *testing.T) {
 	marker := fmt.Sprintf("%d", time.Now().UnixNano()%100000+100000)
 	out, stderr, code = e.run(t, "sandbox", "exec", "--background", id, "--", "sleep", marker)
 	require.Zero(t, code, stderr)
-	pid, err := strconv.Atoi(strings.TrimSpace(out))
+	_, err := strconv.Atoi(strings.TrimSpace(out)) // its pid in the sandbox's pid namespace
 	require.NoError(t, err)
-	require.NoError(t, syscall.Kill(pid, 0), "the background command runs")
+	require.NotEmpty(t, hostPidsOf(t, "sleep", marker), "the background command runs on the host")
 
 	require.NoError(t, c.Process.Kill())
 	_ = c.Wait()
 	_, stderr, code = e.run(t, "sandbox", "status", id)
 	require.NotZero(t, code)
 	require.Contains(t, stderr, "sandbox_gone")
-	require.Eventually(t, func() bool { return syscall.Kill(pid, 0) != nil }, 10*time.Second, 10*time.Millisecond,
+	require.Eventually(t, func() bool { return len(hostPidsOf(t, "sleep", marker)) == 0 }, 10*time.Second, 10*time.Millisecond,
 		"the sandbox's process outlived its worker")
 }
 
@@ -174,8 +174,8 @@ func TestE2EAuthSandboxSessions(t *testing.T) {
 	a := startAuthE2E(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	workerErr := background(t, a.as(context.Background(), broker.WorkerCreds, "worker", "--capacity", "2", "--isolation", "none",
-		"--insecure-no-isolation", "--scratch-root", t.TempDir(), "--session-root", t.TempDir(), "--host-id", "auth-sbx", "--drain-timeout", "5s"))
+	workerErr := background(t, a.as(context.Background(), broker.WorkerCreds, "worker", "--capacity", "2", "--isolation", "auto",
+		"--scratch-root", sandboxScratch(t), "--session-root", t.TempDir(), "--host-id", "auth-sbx", "--drain-timeout", "5s"))
 	a.waitForWorker(t, workerErr)
 
 	out, stderr, code := runCmd(t, a.as(ctx, "alice.creds", "sandbox", "create", "--json"))
@@ -202,5 +202,136 @@ func TestE2EAuthSandboxSessions(t *testing.T) {
 	require.Contains(t, stderr, "token_invalid")
 
 	_, stderr, code = runCmd(t, a.as(ctx, "alice.creds", "sandbox", "rm", created.ID))
+	require.Zero(t, code, stderr)
+}
+
+// hostPidsOf lists the host's processes whose argv is exactly argv.
+func hostPidsOf(t *testing.T, argv ...string) []int {
+	t.Helper()
+	want := strings.Join(argv, "\x00") + "\x00"
+	ents, err := os.ReadDir("/proc")
+	require.NoError(t, err)
+	var pids []int
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline")); err == nil && string(b) == want {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// A session of a worker with the default isolation is a sandbox over the
+// wire: through the CLI, reading a host file outside its view and
+// connecting to a host TCP port both fail, while the same on the host
+// succeeds, and its commands run as a uid other than the worker's.
+func TestE2ESandboxSessionIsolated(t *testing.T) {
+	dir, err := os.MkdirTemp("", "warren-e2e-probe-")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	require.NoError(t, os.Chmod(dir, 0o755)) // readable by any uid without a sandbox
+	secret := filepath.Join(dir, "secret")
+	require.NoError(t, os.WriteFile(secret, []byte("host secret"), 0o644))
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = ln.Close() })
+	var accepted atomic.Int64
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			accepted.Add(1)
+			_ = c.Close()
+		}
+	}()
+	connect := fmt.Sprintf("import socket; socket.create_connection(('127.0.0.1', %d), 2); print('connected')", ln.Addr().(*net.TCPAddr).Port)
+
+	// The controls: both work on the host.
+	b, err := os.ReadFile(secret)
+	require.NoError(t, err)
+	require.Equal(t, "host secret", string(b))
+	ctl, err := exec.Command("python3", "-c", connect).CombinedOutput()
+	require.NoError(t, err, "%s", ctl)
+	require.Equal(t, "connected\n", string(ctl))
+	require.EqualValues(t, 1, accepted.Load())
+
+	e := newE2E(t)
+	e.startSandboxedWorker(t, 1, "--drain-timeout", "5s")
+	out, stderr, code := e.run(t, "sandbox", "create")
+	require.Zero(t, code, stderr)
+	id := strings.TrimSpace(out)
+
+	out, stderr, code = e.run(t, "sandbox", "exec", id, "--", "cat", secret)
+	require.NotZero(t, code, "read a host file outside the view: %q", out)
+	require.NotContains(t, out, "host secret")
+	require.NotEmpty(t, stderr)
+	out, stderr, code = e.run(t, "sandbox", "exec", id, "--", "python3", "-c", connect)
+	require.NotZero(t, code, "connected to the host: %q %q", out, stderr)
+	require.NotContains(t, out, "connected")
+	require.EqualValues(t, 1, accepted.Load(), "no connection from the session reached the host listener")
+
+	out, stderr, code = e.run(t, "sandbox", "exec", id, "--", "id", "-u")
+	require.Zero(t, code, stderr)
+	uid, err := strconv.Atoi(strings.TrimSpace(out))
+	require.NoError(t, err, out)
+	require.NotEqual(t, os.Getuid(), uid, "the session's commands run as the worker's uid")
+	require.NotZero(t, uid, "the session's commands run as root")
+	_, stderr, code = e.run(t, "sandbox", "rm", id)
+	require.Zero(t, code, stderr)
+}
+
+// A worker whose session agent is missing says so at start, naming the
+// file and the fix, and serves tasks but no sessions.
+func TestE2EWorkerWithoutAgentSaysSo(t *testing.T) {
+	e := newE2E(t)
+	missing := filepath.Join(t.TempDir(), "warren-sandbox-agent")
+	host := fmt.Sprintf("e2e-noagent-%d", time.Now().UnixNano())
+	c := e.cmd(context.Background(), "worker", "--capacity", "1", "--isolation", "none", "--insecure-no-isolation",
+		"--scratch-root", t.TempDir(), "--host-id", host, "--session-agent", missing)
+	var errb syncBuf
+	c.Stderr = &errb
+	require.NoError(t, c.Start())
+	t.Cleanup(func() { _ = c.Process.Kill(); _ = c.Wait() })
+	require.Eventually(t, func() bool {
+		out, _, code := e.run(t, "hosts", "--json")
+		return code == 0 && strings.Contains(out, host)
+	}, 30*time.Second, 50*time.Millisecond, "worker did not register: %s", errb.String())
+	require.Contains(t, errb.String(), missing)
+	require.Contains(t, errb.String(), "make build")
+	require.Contains(t, errb.String(), "sandbox sessions not served")
+
+	_, stderr, code := e.run(t, "sandbox", "create")
+	require.NotZero(t, code)
+	require.Contains(t, stderr, "no_capacity")
+	out, stderr, code := e.run(t, "exec", "--", "echo", "tasks run")
+	require.Zero(t, code, stderr)
+	require.Contains(t, out, "tasks run")
+}
+
+// create's --disk and --memory reach the session's sandbox: a file over
+// the disk limit and an allocation over the memory limit fail, what fits
+// works, and the session lives on.
+func TestE2ESandboxCreateLimits(t *testing.T) {
+	e := newE2E(t)
+	e.startSandboxedWorker(t, 1, "--drain-timeout", "5s")
+	out, stderr, code := e.run(t, "sandbox", "create", "--disk", "1M", "--memory", "96M")
+	require.Zero(t, code, stderr)
+	id := strings.TrimSpace(out)
+	_, stderr, code = e.run(t, "sandbox", "exec", id, "--", "sh", "-c", "head -c 512K /dev/zero > fits")
+	require.Zero(t, code, stderr)
+	_, stderr, code = e.run(t, "sandbox", "exec", id, "--", "sh", "-c", "head -c 2M /dev/zero > big")
+	require.NotZero(t, code, "a 2 MiB file under --disk 1M: %s", stderr)
+	out, stderr, code = e.run(t, "sandbox", "exec", id, "--", "python3", "-c", "b = bytearray(256 << 20); print('allocated')")
+	require.NotZero(t, code, "256 MiB under --memory 96M: %q %s", out, stderr)
+	require.NotContains(t, out, "allocated")
+	out, stderr, code = e.run(t, "sandbox", "exec", id, "--", "python3", "-c", "b = bytearray(16 << 20); print('allocated')")
+	require.Zero(t, code, stderr)
+	require.Equal(t, "allocated\n", out)
+	_, stderr, code = e.run(t, "sandbox", "rm", id)
 	require.Zero(t, code, stderr)
 }

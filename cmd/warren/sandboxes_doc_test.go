@@ -16,14 +16,14 @@ import (
 )
 
 // The walkthrough of docs/sandboxes.md, run verbatim with the stock `nats`
-// CLI against a broker and a `warren worker` serving sessions.
+// CLI against a broker and a `warren worker` serving sessions, isolated.
 func TestSandboxesWalkthroughRunsVerbatim(t *testing.T) {
 	nats := natsCLI(t)
 	data, err := os.ReadFile(filepath.Join("..", "..", "docs", "sandboxes.md"))
 	require.NoError(t, err)
 	doc := string(data)
 	e := newE2E(t)
-	e.startWorker(t, 1, "--drain-timeout", "5s")
+	e.startSandboxedWorker(t, 1, "--drain-timeout", "5s")
 	shell := walkthroughShell(t, nats, e)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

@@ -6,8 +6,8 @@ import (
 	"sync"
 	"time"
 
+	sbxsession "github.com/warrenhq/warren/sandbox/session"
 	"github.com/warrenhq/warren/worker"
-	"github.com/warrenhq/warren/worker/hostsession"
 )
 
 // sessionFlags configure the sandbox sessions a worker serves.
@@ -17,25 +17,20 @@ type sessionFlags struct {
 	SessionIdle    time.Duration `name:"session-idle" help:"Default idle timeout of a sandbox." default:"10m"`
 	SessionTTL     time.Duration `name:"session-ttl" help:"Default lifetime of a sandbox." default:"1h"`
 	SessionMaxTTL  time.Duration `name:"session-max-ttl" help:"Longest lifetime a create may ask for." default:"24h"`
+	SessionAgent   string        `name:"session-agent" env:"WARREN_SESSION_AGENT" help:"The sandbox session agent binary (static; make build puts it next to warren). Default: warren-sandbox-agent next to the warren binary." type:"path"`
 }
 
-// isolatedSessions starts a session of an isolated worker: the adapter of
-// package sandbox/session's Start goes here once it is merged. Until then
-// only a worker without isolation (--insecure-no-isolation) serves
-// sessions.
-var isolatedSessions worker.SessionFactory
-
-// sessions is the host's sandbox sessions on w, or nil when it serves none.
+// sessions is the host's sandbox sessions on w, or nil when it serves
+// none: every worker serves them through the real primitive (under
+// --isolation none its commands run unconfined, as its tasks do), unless
+// the agent binary is missing, which it says at start.
 func (h *host) sessions(w *worker.Worker) (*worker.Sessions, error) {
 	f := h.f
-	factory := isolatedSessions
-	if f.Isolation == "none" {
-		factory = hostsession.Start
-	}
-	if factory == nil {
-		h.log.Info().Msg("sandbox sessions not served: this build has no isolated session primitive yet (package sandbox/session)")
+	if err := sbxsession.CheckAgent(f.SessionAgent); err != nil {
+		h.log.Error().Err(err).Msg("sandbox sessions not served (tasks are): the session agent is missing or unusable; run `make build`, which puts warren-sandbox-agent next to warren, or pass --session-agent")
 		return nil, nil
 	}
+	factory := worker.PrimitiveSessions(f.SessionAgent)
 	log := h.log
 	return worker.NewSessions(w, worker.SessionsConfig{Factory: factory, Root: f.SessionRoot, KeyFile: f.SessionKeyFile,
 		DefaultIdle: f.SessionIdle, DefaultTTL: f.SessionTTL, MaxTTL: f.SessionMaxTTL, InboxPrefixes: h.inboxes, Logger: &log})

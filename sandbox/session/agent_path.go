@@ -25,6 +25,17 @@ func defaultAgentPath() string {
 	return filepath.Join(filepath.Dir(exe), AgentBinaryName)
 }
 
+// CheckAgent is what Start checks of the agent at p ("" = the default,
+// next to the running executable) before it starts a sandbox: a worker
+// calls it at its start to say at once that it cannot serve sessions.
+// Its error (ErrAgent) names the file.
+func CheckAgent(p string) error {
+	if p == "" {
+		p = defaultAgentPath()
+	}
+	return checkAgent(p)
+}
+
 // checkAgent refuses an agent path that cannot work: it must be absolute
 // (it is bound read-only into the view at the same path) and an
 // executable regular file.

@@ -17,6 +17,11 @@ type call struct {
 	stdout, stderr io.Writer
 	dead           bool
 
+	// bg marks a background exec: its call stays registered after Exec
+	// returns, until its exit; live is set (under Session.mu) once it
+	// started, and counts in Session.background until the call goes.
+	bg, live bool
+
 	started chan int64     // exec: its pid (buffered)
 	exit    chan wire.Exit // exec: how it ended (buffered)
 	reply   chan wire.Frame
@@ -76,7 +81,7 @@ func (s *Session) register(c *call) (uint32, error) {
 
 func (s *Session) unregister(id uint32) {
 	s.mu.Lock()
-	delete(s.calls, id)
+	s.drop(id)
 	s.mu.Unlock()
 }
 
@@ -85,9 +90,30 @@ func (s *Session) lookup(id uint32, remove bool) *call {
 	defer s.mu.Unlock()
 	c := s.calls[id]
 	if remove {
-		delete(s.calls, id)
+		s.drop(id)
 	}
 	return c
+}
+
+// drop removes call id (s.mu held); a live background command that goes
+// no longer counts, and its end is activity.
+func (s *Session) drop(id uint32) {
+	if c := s.calls[id]; c != nil && c.live {
+		c.live = false
+		s.background--
+		s.touch()
+	}
+	delete(s.calls, id)
+}
+
+// started marks background call id as running.
+func (s *Session) startedBg(id uint32, c *call) {
+	s.mu.Lock()
+	if s.calls[id] == c && !c.live {
+		c.live = true
+		s.background++
+	}
+	s.mu.Unlock()
 }
 
 // send writes one frame to the agent.
@@ -173,6 +199,9 @@ func (s *Session) dispatch(f wire.Frame) error {
 			return err
 		}
 		if c := s.lookup(f.ID, false); c != nil {
+			if c.bg {
+				s.startedBg(f.ID, c)
+			}
 			select {
 			case c.started <- m.PID:
 			default:

@@ -64,9 +64,11 @@
 // new files belong to the sandbox's uid (the home's owner once the agent
 // runs); once the session has ended they refuse with its *GoneError.
 //
-// Running counts the foreground execs in flight and LastActivity is the
-// last request's start or end: idle eviction (the worker's) must never
-// end a session while Running is above 0.
+// Running counts the foreground execs in flight, Background the
+// background commands still running (until the agent reports their exit),
+// and LastActivity is the last request's start or end or a background
+// command's end: idle eviction (the worker's) must never end a session
+// while either is above 0 (the TTL bounds a background server).
 //
 // # Failure handling
 //

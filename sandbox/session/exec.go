@@ -104,6 +104,7 @@ func (s *Session) Exec(ctx context.Context, req ExecRequest, stdout, stderr io.W
 		defer s.running.Add(-1)
 	}
 	c := newCall(stdout, stderr)
+	c.bg = req.Background
 	id, err := s.register(c)
 	if err != nil {
 		return ExecResult{}, err
@@ -123,9 +124,9 @@ func (s *Session) Exec(ctx context.Context, req ExecRequest, stdout, stderr io.W
 		select {
 		case p := <-c.started:
 			if req.Background {
-				// Its Exit, when it comes, finds no caller.
+				// The call stays registered (Background counts it)
+				// until its Exit, which finds no caller.
 				c.abandon()
-				s.unregister(id)
 				return ExecResult{PID: int(p)}, nil
 			}
 			pid = int(p)

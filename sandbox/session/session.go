@@ -72,12 +72,15 @@ type Session struct {
 
 	wmu sync.Mutex // serialises frames to the agent
 
-	mu       sync.Mutex
-	calls    map[uint32]*call
-	nextID   uint32
-	gone     error // set once the sandbox has ended
-	result   *sandbox.Result
-	protoErr error
+	mu    sync.Mutex
+	calls map[uint32]*call
+	// background counts the live background commands (calls with live
+	// set), under mu.
+	background int
+	nextID     uint32
+	gone       error // set once the sandbox has ended
+	result     *sandbox.Result
+	protoErr   error
 
 	closing   atomic.Bool
 	closeOnce sync.Once
@@ -287,7 +290,7 @@ func (s *Session) finish(res *sandbox.Result, runErr error) {
 	s.mu.Lock()
 	s.gone, s.result = g, res
 	calls := s.calls
-	s.calls = map[uint32]*call{}
+	s.calls, s.background = map[uint32]*call{}, 0
 	s.mu.Unlock()
 	for _, c := range calls {
 		c.fail(g)
@@ -329,6 +332,17 @@ func (s *Session) Result() *sandbox.Result {
 // Running is the number of foreground execs in flight: idle eviction must
 // never end a session while it is above 0.
 func (s *Session) Running() int { return int(s.running.Load()) }
+
+// Background is the number of background commands the session started
+// that still run (their processes, not the children they left: what Ps
+// lists as background). Their end counts as activity (LastActivity), so
+// idle eviction that counts them as running measures idleness from the
+// last one's end.
+func (s *Session) Background() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.background
+}
 
 // LastActivity is when the session last started or finished a request
 // (exec, ps, kill, a file operation).

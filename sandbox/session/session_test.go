@@ -326,3 +326,34 @@ func TestCommandsCannotReachTheAgentsPipes(t *testing.T) {
 		require.NoError(t, s.Err())
 	})
 }
+
+// TestBackgroundCountsUntilItEnds: a live background command counts in
+// Background (idle eviction counts it as running), one that could not
+// start never does, and its end is activity.
+func TestBackgroundCountsUntilItEnds(t *testing.T) {
+	r := newRunner(t, modes[0])
+	s := start(t, r, Spec{})
+	ctx := context.Background()
+	_, err := s.Exec(ctx, ExecRequest{Argv: []string{"/nonexistent"}, Background: true}, nil, nil)
+	require.NoError(t, err)
+	require.Zero(t, s.Background(), "a command that could not start does not run")
+	run(t, s, sh("touch go"))
+	bg, err := s.Exec(ctx, ExecRequest{Argv: []string{"sh", "-c", "while [ -e go ]; do sleep 0.01; done"}, Background: true}, nil, nil)
+	require.NoError(t, err)
+	require.Positive(t, bg.PID)
+	require.Equal(t, 1, s.Background())
+	require.Zero(t, s.Running(), "Running counts foreground execs only")
+	require.NoError(t, s.Delete(ctx, "go", false))
+	before := time.Now()
+	eventually(t, "the ended background command stops counting", func() bool { return s.Background() == 0 })
+	require.False(t, s.LastActivity().Before(before), "its end is activity")
+
+	_, err = s.Exec(ctx, ExecRequest{Argv: []string{"sleep", "1000"}, Background: true}, nil, nil)
+	require.NoError(t, err)
+	ps, err := s.Ps(ctx)
+	require.NoError(t, err)
+	require.Len(t, ps, 1)
+	require.Equal(t, 1, s.Background())
+	require.NoError(t, s.Kill(ctx, ps[0].PID, syscall.SIGKILL))
+	eventually(t, "a killed background command stops counting", func() bool { return s.Background() == 0 })
+}
