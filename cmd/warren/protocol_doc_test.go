@@ -68,16 +68,7 @@ func TestProtocolWalkthroughRunsVerbatim(t *testing.T) {
 	defer cancel()
 
 	// Terminal 2: live events. Wait until its subscription is in place.
-	events := shell(ctx, docBlock(t, doc, "walkthrough: events"))
-	var evOut, evErr syncBuf
-	events.Stdout, events.Stderr = &evOut, &evErr
-	require.NoError(t, events.Start())
-	t.Cleanup(func() {
-		_ = syscall.Kill(-events.Process.Pid, syscall.SIGKILL)
-		_ = events.Wait()
-	})
-	require.Eventually(t, func() bool { return e.b.Server.HasInterest(messages.EventSubject("demo", "t1")) },
-		30*time.Second, 10*time.Millisecond, "the events subscription never started: %s", evErr.String())
+	evOut := startEvents(t, shell(ctx, docBlock(t, doc, "walkthrough: events")), func() bool { return e.b.Server.HasInterest(messages.EventSubject("demo", "t1")) })
 
 	// Terminal 1: publish, then wait for the stored result.
 	script := shell(ctx, docBlock(t, doc, "walkthrough: submit"))
@@ -170,4 +161,20 @@ func TestProtocolDocExamplesMatchTheWire(t *testing.T) {
 			require.Equal(t, jsonKeys(t, again), jsonKeys(t, block), "fields shown vs fields written")
 		})
 	}
+}
+
+// startEvents starts a walkthrough's events terminal (killed with its
+// process group at the end of the test), waits until ready says its
+// subscription is in place and returns its stdout.
+func startEvents(t *testing.T, events *exec.Cmd, ready func() bool) *syncBuf {
+	t.Helper()
+	var evOut, evErr syncBuf
+	events.Stdout, events.Stderr = &evOut, &evErr
+	require.NoError(t, events.Start())
+	t.Cleanup(func() {
+		_ = syscall.Kill(-events.Process.Pid, syscall.SIGKILL)
+		_ = events.Wait()
+	})
+	require.Eventually(t, ready, 30*time.Second, 10*time.Millisecond, "the events subscription never started: %s", evErr.String())
+	return &evOut
 }

@@ -138,16 +138,8 @@ func TestE2ESandboxSessionLifecycle(t *testing.T) {
 func TestE2ESandboxWorkerKilled(t *testing.T) {
 	e := newE2E(t)
 	host := fmt.Sprintf("e2e-kill-%d", time.Now().UnixNano())
-	c := e.cmd(context.Background(), "worker", "--capacity", "1", "--isolation", "auto",
-		"--scratch-root", sandboxScratch(t), "--session-root", t.TempDir(), "--host-id", host)
-	var errb syncBuf
-	c.Stderr = &errb
-	require.NoError(t, c.Start())
-	t.Cleanup(func() { _ = c.Process.Kill(); _ = c.Wait() })
-	require.Eventually(t, func() bool {
-		out, _, code := e.run(t, "hosts", "--json")
-		return code == 0 && strings.Contains(out, host)
-	}, 30*time.Second, 50*time.Millisecond, "worker did not register: %s", errb.String())
+	c, _ := e.startRegisteredWorker(t, host, "--capacity", "1", "--isolation", "auto",
+		"--scratch-root", sandboxScratch(t), "--session-root", t.TempDir())
 
 	out, stderr, code := e.run(t, "sandbox", "create")
 	require.Zero(t, code, stderr)
@@ -291,16 +283,8 @@ func TestE2EWorkerWithoutAgentSaysSo(t *testing.T) {
 	e := newE2E(t)
 	missing := filepath.Join(t.TempDir(), "warren-sandbox-agent")
 	host := fmt.Sprintf("e2e-noagent-%d", time.Now().UnixNano())
-	c := e.cmd(context.Background(), "worker", "--capacity", "1", "--isolation", "none", "--insecure-no-isolation",
-		"--scratch-root", t.TempDir(), "--host-id", host, "--session-agent", missing)
-	var errb syncBuf
-	c.Stderr = &errb
-	require.NoError(t, c.Start())
-	t.Cleanup(func() { _ = c.Process.Kill(); _ = c.Wait() })
-	require.Eventually(t, func() bool {
-		out, _, code := e.run(t, "hosts", "--json")
-		return code == 0 && strings.Contains(out, host)
-	}, 30*time.Second, 50*time.Millisecond, "worker did not register: %s", errb.String())
+	_, errb := e.startRegisteredWorker(t, host, "--capacity", "1", "--isolation", "none", "--insecure-no-isolation",
+		"--scratch-root", t.TempDir(), "--session-agent", missing)
 	require.Contains(t, errb.String(), missing)
 	require.Contains(t, errb.String(), "make build")
 	require.Contains(t, errb.String(), "sandbox sessions not served")
@@ -334,4 +318,21 @@ func TestE2ESandboxCreateLimits(t *testing.T) {
 	require.Equal(t, "allocated\n", out)
 	_, stderr, code = e.run(t, "sandbox", "rm", id)
 	require.Zero(t, code, stderr)
+}
+
+// startRegisteredWorker starts a `warren worker --host-id host args...`
+// process, killed at the end of the test, and waits until host is in the
+// registry; it returns the process and its stderr.
+func (e *e2e) startRegisteredWorker(t *testing.T, host string, args ...string) (*exec.Cmd, *syncBuf) {
+	t.Helper()
+	c := e.cmd(context.Background(), append([]string{"worker", "--host-id", host}, args...)...)
+	errb := &syncBuf{}
+	c.Stderr = errb
+	require.NoError(t, c.Start())
+	t.Cleanup(func() { _ = c.Process.Kill(); _ = c.Wait() })
+	require.Eventually(t, func() bool {
+		out, _, code := e.run(t, "hosts", "--json")
+		return code == 0 && strings.Contains(out, host)
+	}, 30*time.Second, 50*time.Millisecond, "worker did not register: %s", errb.String())
+	return c, errb
 }

@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -28,16 +27,7 @@ func TestSandboxesWalkthroughRunsVerbatim(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 
-	events := shell(ctx, docBlock(t, doc, "sandbox walkthrough: events"))
-	var evOut, evErr syncBuf
-	events.Stdout, events.Stderr = &evOut, &evErr
-	require.NoError(t, events.Start())
-	t.Cleanup(func() {
-		_ = syscall.Kill(-events.Process.Pid, syscall.SIGKILL)
-		_ = events.Wait()
-	})
-	require.Eventually(t, func() bool { return e.b.Server.HasInterest("_INBOX.demo.out") },
-		30*time.Second, 10*time.Millisecond, "the events subscription never started: %s", evErr.String())
+	evOut := startEvents(t, shell(ctx, docBlock(t, doc, "sandbox walkthrough: events")), func() bool { return e.b.Server.HasInterest("_INBOX.demo.out") })
 
 	script := shell(ctx, docBlock(t, doc, "sandbox walkthrough: session"))
 	var out, errb bytes.Buffer
