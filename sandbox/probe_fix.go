@@ -17,6 +17,9 @@ func setupFix(err error) string {
 	switch {
 	case errors.Is(err, ErrUIDRangeUnmapped):
 		return uidRangeFix
+	case errors.Is(err, ErrDiskQuotaUnavailable):
+		return "run the worker as root or in namespace mode, or give it (and doctor) --disk unbounded: Landlock-only sandboxes of an ordinary user then share the host's disk"
+
 	case errors.Is(err, ErrScratchRootNotPrivate):
 		return "the default scratch root is not this user's own: remove it (as its owner), or pass --scratch-root"
 	case errors.As(err, &se) && strings.HasPrefix(se.Step, "chown") && errors.Is(err, unix.EINVAL):

@@ -43,3 +43,33 @@ func TestProbeReportsAFailedSandboxWithAFix(t *testing.T) {
 	require.Contains(t, c.Detail, "sandbox setup failed at")
 	require.NotEmpty(t, c.Fix)
 }
+
+// TestProbeLandlockModeHonoursTheDiskLimit: the Landlock-only probe runs
+// with the worker's disk limit (Config.Defaults.Disk, what `warren doctor
+// --disk` passes), so where the limit cannot be enforced (an ordinary
+// user cannot mount the home's tmpfs) doctor does not report the mode
+// usable, and names the fix; as root, which can, it does. Without a limit
+// the ordinary user's mode works (the control).
+func TestProbeLandlockModeHonoursTheDiskLimit(t *testing.T) {
+	llRequire(t, landlockMinABIDefault)
+	mode := func(disk int64) Check {
+		checks, _ := probeLandlock(context.Background(), Config{Defaults: Limits{Disk: disk}}, true)
+		for _, c := range checks {
+			if c.Name == "landlock mode" {
+				return c
+			}
+		}
+		t.Fatal("no landlock mode check")
+		return Check{}
+	}
+	limited := mode(64 << 20)
+	if currentUID() == 0 {
+		require.True(t, limited.OK, limited.Detail)
+		return
+	}
+	require.False(t, limited.OK, "an ordinary user's Landlock-only mode cannot enforce a disk limit")
+	require.Contains(t, limited.Detail, "disk limit cannot be enforced")
+	require.Contains(t, limited.Fix, "--disk unbounded")
+	unbounded := mode(-1)
+	require.True(t, unbounded.OK, unbounded.Detail)
+}

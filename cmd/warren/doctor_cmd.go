@@ -1,6 +1,8 @@
 package main
 
 import (
+	"fmt"
+
 	"github.com/warrenhq/warren/sandbox"
 )
 
@@ -10,10 +12,15 @@ import (
 // and each stream's replicas and compatibility.
 type doctorCmd struct {
 	sandboxHostFlags
+	Disk string `help:"The disk limit the host's worker runs tasks with (its --disk): the probe sandboxes run with it, so a mode that cannot enforce it is not reported usable." default:"1G" placeholder:"SIZE"`
 }
 
 func (c *doctorCmd) Run(g *globals) error {
-	rep := sandbox.Probe(g.Ctx, c.apply(sandbox.Config{Logger: g.Log}))
+	disk, err := parseDisk(c.Disk)
+	if err != nil {
+		return fmt.Errorf("--disk: %w", err)
+	}
+	rep := sandbox.Probe(g.Ctx, c.apply(sandbox.Config{Logger: g.Log, Defaults: sandbox.Limits{Disk: disk}}))
 	url, _, err := g.target()
 	if err != nil {
 		return err
