@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/warrenhq/warren/broker/brokertest"
 	"github.com/warrenhq/warren/messages"
+	"github.com/warrenhq/warren/sandbox"
 )
 
 // e2e is a real broker plus real `warren` processes talking to it.
@@ -73,7 +74,20 @@ func sandboxScratch(t *testing.T) string {
 	dir, err := os.MkdirTemp("", "warren-e2e-scratch-")
 	require.NoError(t, err)
 	require.NoError(t, os.Chmod(dir, 0o711))
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	t.Cleanup(func() {
+		// A worker the test killed (SIGKILL) leaves its homes' tmpfs
+		// mounted: the next runner on the root sweeps them, as in
+		// production. Left mounted, they would break every later
+		// unprivileged bind of their parent (/tmp) with EINVAL.
+		r, err := sandbox.New(sandbox.Config{ScratchRoot: dir})
+		require.NoError(t, err)
+		require.NoError(t, r.Start(context.Background()))
+		require.NoError(t, r.Close())
+		mi, err := os.ReadFile("/proc/self/mountinfo")
+		require.NoError(t, err)
+		require.NotContains(t, string(mi), " "+dir+"/", "a home of a dead worker is still mounted under its scratch root")
+		require.NoError(t, os.RemoveAll(dir))
+	})
 	return dir
 }
 
