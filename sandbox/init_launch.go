@@ -232,6 +232,7 @@ func (s *startedInit) finish(ctx context.Context, l initLaunch) (*Result, error)
 	if execErr == nil {
 		ended = observeRun(l.spec, cmd.Process.Pid, l.cgroup) // Spec.Started
 	}
+	waitExited(cmd.Process.Pid)
 	ownCPU := zombieCPU(cmd.Process.Pid) // before the reap, which frees it
 	waitErr := cmd.Wait()
 	ended()

@@ -69,6 +69,7 @@ func (r *Runner) runInsecure(ctx context.Context, spec Spec) (*Result, error) {
 		case <-done:
 		}
 	}()
+	waitExited(cmd.Process.Pid)
 	waitErr := cmd.Wait()
 	close(done)
 	killGroup() // leftovers of the group die with the task

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -70,6 +71,7 @@ type sandboxLsCmd struct {
 	sandboxTokenFlag
 	Pool   string `help:"With no argument: only this pool's sandboxes."`
 	JSON   bool   `name:"json" help:"One JSON object per line."`
+	All    bool   `short:"a" help:"Files: also list names starting with a dot (as ls -a; in the home, .tmp and .shm hold the sandbox's /tmp and /dev/shm)."`
 	Target string `arg:"" optional:"" help:"ID[:PATH]: list the sandbox's files; none: list your sandboxes."`
 }
 
@@ -108,6 +110,9 @@ func (c *sandboxLsCmd) Run(g *globals) error {
 		es, err := sb.List(g.Ctx, path)
 		if err != nil {
 			return err
+		}
+		if !c.All {
+			es = slices.DeleteFunc(es, func(e messages.FileEntry) bool { return strings.HasPrefix(e.Name, ".") })
 		}
 		return printEntries(g, es, c.JSON)
 	})
@@ -187,8 +192,7 @@ func (c *sandboxRmCmd) Run(g *globals) error {
 			if err := sb.Delete(g.Ctx); err != nil {
 				return err
 			}
-			_ = os.Remove(sandboxFile(g, c.Target))
-			return nil
+			return removeSandbox(g, c.Target)
 		})
 	}
 	return withSandbox(g, c.sandboxTokenFlag, id, func(sb *scheduler.Sandbox) error { return sb.Remove(g.Ctx, path, c.Recursive) })

@@ -30,6 +30,10 @@ type sandboxRecord struct {
 	Host    string    `json:"host"`
 	Pool    string    `json:"pool"`
 	Expires time.Time `json:"expires"`
+	// Removed is when `warren sandbox rm` ended it (the token is then
+	// dropped): later commands say the sandbox is gone rather than that no
+	// token is kept. Pruned, as every record, once Expires has passed.
+	Removed time.Time `json:"removed,omitzero"`
 }
 
 func sandboxDir(g *globals) string { return filepath.Join(g.DataDir, "sandboxes") }
@@ -51,6 +55,42 @@ func saveSandbox(g *globals, r sandboxRecord) error {
 	return os.Rename(tmp, sandboxFile(g, r.ID))
 }
 
+// removeSandbox drops id's token and keeps a tombstone in its place (see
+// sandboxRecord.Removed).
+func removeSandbox(g *globals, id string) error {
+	var rec sandboxRecord
+	if b, err := os.ReadFile(sandboxFile(g, id)); err == nil {
+		_ = json.Unmarshal(b, &rec)
+	}
+	if rec.ID == "" { // created elsewhere (--token): nothing kept here
+		return nil
+	}
+	rec.Token, rec.Removed = "", time.Now().UTC()
+	return saveSandbox(g, rec)
+}
+
+// pruneSandboxes removes the records of sandboxes past their expiry:
+// their tokens are no longer accepted, and they can no longer be running.
+func pruneSandboxes(g *globals, now time.Time) {
+	ents, err := os.ReadDir(sandboxDir(g))
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		name := e.Name()
+		if !strings.HasSuffix(name, ".json") {
+			continue
+		}
+		p := filepath.Join(sandboxDir(g), name)
+		var rec sandboxRecord
+		b, err := os.ReadFile(p)
+		if err != nil || json.Unmarshal(b, &rec) != nil || rec.Expires.IsZero() || now.Before(rec.Expires) {
+			continue // unreadable records are left for the user to look at
+		}
+		_ = os.Remove(p)
+	}
+}
+
 // openSandbox is a handle on id with its token from the flag, the
 // environment or the kept file.
 func (f sandboxTokenFlag) open(g *globals, c *scheduler.Client, id string) (*scheduler.Sandbox, error) {
@@ -66,6 +106,10 @@ func (f sandboxTokenFlag) open(g *globals, c *scheduler.Client, id string) (*sch
 	token := f.Token
 	if token == "" {
 		token = rec.Token
+	}
+	if token == "" && !rec.Removed.IsZero() {
+		return nil, &messages.Error{Code: messages.CodeSandboxGone, Msg: fmt.Sprintf(
+			"sandbox %s was removed (warren sandbox rm at %s): create a new one", id, rec.Removed.Format(time.RFC3339))}
 	}
 	if token == "" {
 		return nil, fmt.Errorf("no token for sandbox %s: pass --token or WARREN_SANDBOX_TOKEN (create prints it with --json)", id)
@@ -122,6 +166,7 @@ func (c *sandboxCreateCmd) Run(g *globals) error {
 		return err
 	}
 	rec := sandboxRecord{ID: sb.ID, Token: sb.Token, Host: sb.Host, Pool: sb.Pool, Expires: sb.Expires}
+	pruneSandboxes(g, time.Now())
 	if err := saveSandbox(g, rec); err != nil {
 		return fmt.Errorf("sandbox %s created, but its token could not be kept (%w); it is: %s", sb.ID, err, sb.Token)
 	}

@@ -46,6 +46,15 @@ func TestE2ESandboxSessionLifecycle(t *testing.T) {
 	out, _, code = e.run(t, "sandbox", "exec", id, "--", "cat", "state")
 	require.Zero(t, code)
 	require.Equal(t, "kept\n", out)
+	// The home's listing hides dot names as ls does: .tmp and .shm hold
+	// the sandbox's /tmp and /dev/shm (under its disk limit); -a shows them.
+	out, _, code = e.run(t, "sandbox", "ls", id)
+	require.Zero(t, code)
+	require.Contains(t, out, "state")
+	require.NotContains(t, out, ".tmp")
+	out, _, code = e.run(t, "sandbox", "ls", "-a", id)
+	require.Zero(t, code)
+	require.Contains(t, out, ".tmp")
 	c := e.cmd(t.Context(), "sandbox", "exec", "--stdin", id, "--", "wc", "-c")
 	c.Stdin = strings.NewReader("12345")
 	out, _, code = runCmd(t, c)
@@ -131,6 +140,11 @@ func TestE2ESandboxSessionLifecycle(t *testing.T) {
 	_, stderr, code = e.run(t, "sandbox", "status", "--token", created.Token, id)
 	require.NotZero(t, code)
 	require.Contains(t, stderr, "sandbox_gone")
+	// Without --token, the CLI's own record says it was removed here.
+	_, stderr, code = e.run(t, "sandbox", "exec", id, "--", "true")
+	require.NotZero(t, code)
+	require.Contains(t, stderr, "sandbox_gone")
+	require.Contains(t, stderr, "was removed")
 }
 
 // A worker killed with SIGKILL takes its sandboxes with it: the client
