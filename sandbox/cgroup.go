@@ -24,6 +24,10 @@ type cgroupSupport struct {
 	// parents maps a v1 controller (or "" for v2) to the worker's own
 	// cgroup directory.
 	parents map[string]string
+	// threadMove: v1, and a thread of this process can move itself into
+	// parents (so it can step into a run's cgroups and back to clone an
+	// init there: cgroup_v1_born.go).
+	threadMove bool
 }
 
 func (c cgroupSupport) String() string {
@@ -69,7 +73,7 @@ func detectCgroups() cgroupSupport {
 		}
 		parents[c] = dir
 	}
-	return cgroupSupport{Version: 1, parents: parents}
+	return cgroupSupport{Version: 1, parents: parents, threadMove: v1ThreadMove(parents)}
 }
 
 // enableV2Controllers makes memory and pids available to dir's children.
@@ -120,13 +124,16 @@ func ownCgroups() (map[string]string, error) {
 type runCgroup struct {
 	version int
 	dirs    map[string]string
+	// parents and threadMove: the cgroupSupport's (cgroup_v1_born.go).
+	parents    map[string]string
+	threadMove bool
 }
 
 func (c cgroupSupport) create(name string, memory, pids int64) (*runCgroup, error) {
 	if c.Version == 0 {
 		return nil, nil
 	}
-	cg := &runCgroup{version: c.Version, dirs: map[string]string{}}
+	cg := &runCgroup{version: c.Version, dirs: map[string]string{}, parents: c.parents, threadMove: c.threadMove}
 	for ctrl, parent := range c.parents {
 		dir := filepath.Join(parent, name)
 		if err := os.Mkdir(dir, 0o755); err != nil {
@@ -187,10 +194,10 @@ func (cg *runCgroup) v2Dir() string {
 }
 
 // attach moves pid in before the init reads its config, so before
-// anything of the task runs. v2 inits are usually born in their cgroup
-// (CgroupFD); force moves one that was not (a pre-started init).
-func (cg *runCgroup) attach(pid int, force bool) error {
-	if cg == nil || (cg.version != 1 && !force) {
+// anything of the task runs, unless it was born there (v2 CgroupFD, v1
+// cloneInside).
+func (cg *runCgroup) attach(pid int, born bool) error {
+	if cg == nil || born {
 		return nil
 	}
 	for _, dir := range cg.dirs {
@@ -202,10 +209,9 @@ func (cg *runCgroup) attach(pid int, force bool) error {
 }
 
 // needsAttach reports whether an init must be moved into the cgroup
-// (attach does something): always on v1; on v2 when it was not born in
-// it.
+// (attach does something): when it was not born in it.
 func (cg *runCgroup) needsAttach(born bool) bool {
-	return cg != nil && (cg.version == 1 || !born)
+	return cg != nil && !born
 }
 
 // peakMemory is the run's peak memory use in bytes (0 when unknown).

@@ -68,6 +68,14 @@ func (cg *runCgroup) sweep() error {
 			return fmt.Errorf("processes survive the sweep of cgroup %s: %v", filepath.Dir(cg.procsFile()), pids)
 		}
 		for _, pid := range pids {
+			if pid == os.Getpid() {
+				// A thread of the worker itself (cgroup_v1_born.go): moved
+				// out, never signalled.
+				if err := cg.evictOwnThreads(); err != nil {
+					return err
+				}
+				continue
+			}
 			cg.kill(pid)
 		}
 		// A killed process takes a moment to die and leave the cgroup.

@@ -27,7 +27,7 @@ func TestInitStartsWhereClone3IsRefused(t *testing.T) {
 	requireNamespacesRefused(t)
 	init, err := openInit(defaultInitPath())
 	require.NoError(t, err)
-	s, err := startInit(init, &syscall.SysProcAttr{}, t.TempDir(), nil, nil, nil)
+	s, err := startInitIn(init, &syscall.SysProcAttr{}, nil, t.TempDir(), nil, nil, nil)
 	require.NoError(t, err, "the init must start without clone3")
 	t.Cleanup(func() {
 		_ = s.cmd.Process.Kill()
@@ -35,4 +35,5 @@ func TestInitStartsWhereClone3IsRefused(t *testing.T) {
 		s.close()
 	})
 	require.False(t, s.cmd.SysProcAttr.UseCgroupFD, "started without CLONE_INTO_CGROUP, to be attached by cgroup.procs")
+	require.False(t, s.bornInCgroup(), "not born in its cgroup: finish must attach it")
 }

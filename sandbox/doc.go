@@ -212,6 +212,10 @@
 // pids limits, and PeakMemory comes from it; otherwise
 // Result.ResourceLimits says "rlimits only (why)" and `warren doctor` says
 // how to fix it. Nothing pretends: the field names what was enforced.
+// The init is born in its cgroup: on v2 by CLONE_INTO_CGROUP, on v1 by
+// cloning it from a thread that stepped into the run's cgroups and back
+// (cgroup_v1_born.go; the attach through cgroup.procs, which waits for an
+// RCU grace period, is the fallback).
 //
 // Memory is the cgroup's limit where the run has a cgroup: it bounds the
 // whole tree's resident memory (v1: memory.limit_in_bytes and, where swap
@@ -357,9 +361,11 @@
 //     load and memory size are observable.
 //   - Read-only binds and /usr are shared between runs: readable, and
 //     usable for file locks, by every sandbox.
-//   - With cgroup v1 the cgroup namespace is rooted at the worker's cgroup
-//     (the run joins its own cgroup just after clone), so /proc/self/cgroup
-//     shows a path relative to it; no cgroup fs is mounted inside.
+//   - With cgroup v1 the cgroup namespace is rooted where the init was
+//     cloned: at the run's own cgroup when it was born there (/proc/self/
+//     cgroup shows "/"), at the worker's when it had to be attached after
+//     the clone (cgroup_v1_born.go's fallback: it then shows the run's
+//     cgroup name relative to the worker's); no cgroup fs is mounted inside.
 //   - A worker killed by SIGKILL leaves its runs' scratch directories (the
 //     processes die; nobody is left to remove files) and, as root, their
 //     cgroups, until the next Runner on that scratch root starts: names

@@ -57,6 +57,8 @@ type startedInit struct {
 	// registered is the pid registerInit recorded (0: none); close, which
 	// runs after the reap, drops it.
 	registered int
+	// born: cloned into its cgroup (v2 CgroupFD, v1 cloneInside).
+	born bool
 }
 
 func (s *startedInit) close() {
@@ -76,7 +78,7 @@ func (r *Runner) launchInit(ctx context.Context, l initLaunch) (*Result, error) 
 	// on its thread until the init is reaped.
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	s, err := startInit(r.init, l.attr, l.cgroup.v2Dir(), l.spec.Stdin, l.spec.Stdout, l.spec.Stderr)
+	s, err := startInit(r.init, l.attr, l.cgroup, l.spec.Stdin, l.spec.Stdout, l.spec.Stderr)
 	if err != nil {
 		return nil, err
 	}
@@ -108,7 +110,13 @@ func killRun(cmd *exec.Cmd, killTree func(*os.Process)) {
 
 // startInit clones the init. The caller's goroutine must be locked to its
 // OS thread until the init is reaped (Pdeathsig).
-func startInit(init initBinary, attr *syscall.SysProcAttr, cgroupV2Dir string, stdin io.Reader, stdout, stderr io.Writer) (*startedInit, error) {
+func startInit(init initBinary, attr *syscall.SysProcAttr, cg *runCgroup, stdin io.Reader, stdout, stderr io.Writer) (*startedInit, error) {
+	return startInitIn(init, attr, cg, cg.v2Dir(), stdin, stdout, stderr)
+}
+
+// startInitIn is startInit with the v2 cgroup to clone into (""
+// for none: v1, or a clone3 refused).
+func startInitIn(init initBinary, attr *syscall.SysProcAttr, cg *runCgroup, cgroupV2Dir string, stdin io.Reader, stdout, stderr io.Writer) (*startedInit, error) {
 	confR, confW, err := os.Pipe()
 	if err != nil {
 		return nil, &SetupError{Step: "config pipe", Err: err}
@@ -148,7 +156,8 @@ func startInit(init initBinary, attr *syscall.SysProcAttr, cgroupV2Dir string, s
 		attr.UseCgroupFD, attr.CgroupFD = true, fd
 	}
 	s := &startedInit{cmd: cmd, confW: confW, statusR: statusR, start: time.Now()}
-	err = cmd.Start()
+	born, err := cg.cloneInside(cmd.Start)
+	s.born = born || attr.UseCgroupFD
 	confR.Close()
 	statusW.Close()
 	if err != nil {
@@ -159,7 +168,7 @@ func startInit(init initBinary, attr *syscall.SysProcAttr, cgroupV2Dir string, s
 			// the init is then attached through cgroup.procs before it reads
 			// its config (finish and prepare force that).
 			attr.UseCgroupFD, attr.CgroupFD = false, 0
-			return startInit(init, attr, "", stdin, stdout, stderr)
+			return startInitIn(init, attr, cg, "", stdin, stdout, stderr)
 		}
 		return nil, &SetupError{Step: stepStartInit, Path: init.path, Err: err}
 	}
@@ -256,8 +265,9 @@ func (s *startedInit) finish(ctx context.Context, l initLaunch) (*Result, error)
 	return res, nil
 }
 
-// bornInCgroup: the init was cloned into its cgroup (v2 CgroupFD).
-func (s *startedInit) bornInCgroup() bool { return s.cmd.SysProcAttr.UseCgroupFD }
+// bornInCgroup: the init was cloned into its cgroup (v2 CgroupFD, v1
+// cloneInside).
+func (s *startedInit) bornInCgroup() bool { return s.born }
 
 // prepare sends the view (and the Landlock policy to build ahead),
 // attaches the init to its cgroup while the init builds them, and waits
@@ -268,7 +278,7 @@ func (s *startedInit) prepare(cg *runCgroup, ns *nsConfig, policy *landlockPolic
 	if err := writeJSON(s.confW, &initConfig{Prepare: true, NS: ns, Landlock: policy}); err != nil {
 		return &SetupError{Step: "send view", Err: err}
 	}
-	if err := cg.attach(s.cmd.Process.Pid, !s.bornInCgroup()); err != nil {
+	if err := cg.attach(s.cmd.Process.Pid, s.bornInCgroup()); err != nil {
 		return &SetupError{Step: "attach cgroup", Err: err}
 	}
 	s.attached = true

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -184,12 +185,25 @@ func TestWarmSandboxesRunInTheirOwnCgroup(t *testing.T) {
 	}
 	waitWarm(t, r, Spec{}, 1)
 	before := scratchDirs(t, r)
-	o := runIn(t, r, Spec{Argv: sh(`grep -E ':(memory|pids):' /proc/self/cgroup; echo $HOME`), Limits: Limits{Processes: 77}})
+	var onHost []byte
+	o := runIn(t, r, Spec{Argv: sh(`grep -E ':(memory|pids):' /proc/self/cgroup; echo $HOME`), Limits: Limits{Processes: 77},
+		Started: func(h Handle) { onHost, _ = os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", h.(*runHandle).pid)) }})
 	lines := strings.Split(strings.TrimSpace(o.stdout), "\n")
 	home := lines[len(lines)-1]
 	require.True(t, before[home], "ran warm")
+	own := `warren-` + regexp.QuoteMeta(filepath.Base(home)) + `-[0-9]+`
+	n := 0
+	for _, l := range strings.Split(string(onHost), "\n") {
+		if regexp.MustCompile(`:(memory|pids):`).MatchString(l) {
+			require.Regexp(t, `:(memory|pids):.*/`+own+`$`, l, "seen from the host: the run's own cgroup")
+			n++
+		}
+	}
+	require.Equal(t, 2, n, "memory and pids lines on the host: %s", onHost)
 	for _, l := range lines[:len(lines)-1] {
-		require.Regexp(t, `:(memory|pids):/warren-`+filepath.Base(home)+`-[0-9]+$`, l)
+		// Inside: relative to the cgroup namespace's root, the run's own
+		// cgroup when the init was born in it (cgroup_v1_born.go).
+		require.Regexp(t, `:(memory|pids):/(`+own+`)?$`, l)
 	}
 }
 

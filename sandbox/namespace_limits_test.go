@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -120,9 +121,23 @@ func TestRunIsInItsOwnCgroup(t *testing.T) {
 	probe := sh("grep -E ':(memory|pids):' /proc/self/cgroup")
 	_, out := runOut(t, probe...)
 	require.Contains(t, out, "pids:/", "control: the host child is in the worker's cgroup")
-	o := runIn(t, r, Spec{Argv: probe, Limits: Limits{Processes: 77}})
+	var onHost []byte
+	o := runIn(t, r, Spec{Argv: probe, Limits: Limits{Processes: 77}, Started: func(h Handle) {
+		onHost, _ = os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", h.(*runHandle).pid))
+	}})
+	n := 0
+	for _, l := range strings.Split(string(onHost), "\n") {
+		if regexp.MustCompile(`:(memory|pids):`).MatchString(l) {
+			require.Regexp(t, `:(memory|pids):.*/warren-run-[0-9]+\.[0-9]+-[0-9]+-[0-9]+$`, l, "seen from the host: the run's own cgroup")
+			n++
+		}
+	}
+	require.Equal(t, 2, n, "memory and pids lines on the host: %s", onHost)
 	for _, l := range strings.Split(strings.TrimSpace(o.stdout), "\n") {
-		require.Regexp(t, `:(memory|pids):/warren-run-[0-9]+\.[0-9]+-[0-9]+-[0-9]+$`, l, "relative to the worker's cgroup (the cgroup namespace root)")
+		// The cgroup namespace is rooted where the init was cloned: in its
+		// own cgroup when born there ("/"), at the worker's when it was
+		// attached (cgroup_v1_born.go's fallback). Never the host's tree.
+		require.Regexp(t, `:(memory|pids):/(warren-run-[0-9]+\.[0-9]+-[0-9]+-[0-9]+)?$`, l, "relative to the cgroup namespace root")
 	}
 }
 

@@ -85,7 +85,7 @@ func (w *warmSandbox) serve(r *Runner, attr *syscall.SysProcAttr, ns *nsConfig, 
 		return
 	}
 	defer pipes.close()
-	s, err := startInit(r.init, attr, w.cg.v2Dir(), pipes.inR, pipes.outW, pipes.errW)
+	s, err := startInit(r.init, attr, w.cg, pipes.inR, pipes.outW, pipes.errW)
 	pipes.closeChildEnds()
 	if err != nil {
 		teardown()
