@@ -295,3 +295,18 @@ func TestWarmRunsShareOneWriterSafely(t *testing.T) {
 		})
 	}
 }
+
+// TestWarmStats: Warm counts the ready sandboxes of every view and the
+// refills in flight; a run takes one and its refill brings it back; after
+// Close nothing is ready.
+func TestWarmStats(t *testing.T) {
+	r := warmRunner(t, 2)
+	waitWarm(t, r, Spec{}, 2)
+	require.Equal(t, WarmStats{Ready: 2}, r.Warm())
+	runIn(t, r, Spec{Argv: []string{"/bin/true"}})
+	require.Eventually(t, func() bool { return r.Warm() == WarmStats{Ready: 2} }, 20*time.Second, 5*time.Millisecond, "refilled")
+	runIn(t, r, Spec{Argv: []string{"/bin/true"}, Network: NetworkLoopback}) // another view: a pool of its own
+	require.Eventually(t, func() bool { return r.Warm() == WarmStats{Ready: 4} }, 20*time.Second, 5*time.Millisecond, "two views, two each")
+	require.NoError(t, r.Close())
+	require.Equal(t, WarmStats{}, r.Warm())
+}

@@ -242,3 +242,24 @@ func isFile(x any) bool {
 	_, ok := x.(*os.File)
 	return ok
 }
+
+// WarmStats counts the warm pool's sandboxes over every view.
+type WarmStats struct {
+	Ready    int // built and waiting for a task
+	Starting int // being built (refills in flight)
+}
+
+// Warm reports the warm pool's state: how many sandboxes are ready and how
+// many are being built. A host is fully warm when Starting is 0 and
+// Ready is Config.Prestart per view in use.
+func (r *Runner) Warm() WarmStats {
+	ws := &r.warm
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	var s WarmStats
+	for _, p := range ws.pools {
+		s.Ready += len(p.ready)
+		s.Starting += p.starting
+	}
+	return s
+}

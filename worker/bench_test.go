@@ -28,8 +28,12 @@ func benchRunner(b *testing.B) (*sandbox.Runner, string) {
 	require.NoError(b, err)
 	require.NoError(b, os.Chmod(dir, 0o755))
 	b.Cleanup(func() { _ = os.RemoveAll(dir) })
-	// As `warren worker` runs it: the dedicated init, a warm sandbox per slot.
-	r, err := sandbox.New(sandbox.Config{ScratchRoot: dir, InitPath: sandboxtest.BuildInit(b), Prestart: runtime.NumCPU()})
+	// As `warren worker` runs it: the dedicated init, a warm sandbox per
+	// slot, homes bounded at the worker's default disk limit (without it no
+	// task, bounded by the worker's DiskBytes, fits a warm home: every run
+	// was cold).
+	r, err := sandbox.New(sandbox.Config{ScratchRoot: dir, InitPath: sandboxtest.BuildInit(b), Prestart: runtime.NumCPU(),
+		Defaults: sandbox.Limits{Disk: sandbox.DefaultDisk}})
 	require.NoError(b, err)
 	b.Cleanup(func() { _ = r.Close() })
 	require.NoError(b, r.Start(context.Background()))
