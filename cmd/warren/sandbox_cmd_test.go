@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -111,25 +112,38 @@ func mkHostDir(t *testing.T) string {
 	return d
 }
 
-// The narrowed tree `warren sandbox ...` is parsed against reads the same
-// flags and arguments as the whole cli.
-func TestSandboxGrammarParsesAsTheWholeCLI(t *testing.T) {
-	args := []string{"sandbox", "run", "--log-level", "warn", "--isolation", "landlock", "--ro", "/opt", "--timeout", "3s", "--network", "loopback", "--uid-base", "70000", "--", "/bin/sh", "-c", "true"}
-	parse := func(tree any) {
-		p, err := kong.New(tree, kong.Name("warren"), kong.Vars{"default_data_dir": t.TempDir(), "sandbox_help": "h"})
-		require.NoError(t, err)
-		_, err = p.Parse(args)
-		require.NoError(t, err)
+// The narrowed tree a command is parsed against (its own and the
+// globals) reads the same flags and arguments as the whole cli; anything
+// not starting with a command gets the whole cli.
+func TestNarrowGrammarParsesAsTheWholeCLI(t *testing.T) {
+	for _, args := range [][]string{
+		{"sandbox", "run", "--log-level", "warn", "--isolation", "landlock", "--ro", "/opt", "--timeout", "3s", "--network", "loopback", "--uid-base", "70000", "--", "/bin/sh", "-c", "true"},
+		{"exec", "--nats", "nats://h:1", "-t", "5s", "--profile", "coq", "-e", "A=1", "--stdin", "--", "sh", "-c", "exit 3"},
+		{"submit", "--log-level", "debug", "-b", "b1", "--wait", "--max-inflight", "7", "tasks.jsonl"},
+		{"worker", "--capacity", "3", "--disk", "2G", "--retry-for", "5s"},
+		{"results", "b1", "--files", "/tmp/x"},
+	} {
+		t.Run(args[0], func(t *testing.T) {
+			parse := func(tree any) {
+				p, err := kong.New(tree, kong.Name("warren"), kong.Vars{"default_data_dir": "/d", "sandbox_help": "h"})
+				require.NoError(t, err)
+				_, err = p.Parse(args)
+				require.NoError(t, err)
+			}
+			narrow, g := grammar(args)
+			require.NotEqual(t, reflect.TypeOf(&cli{}), reflect.TypeOf(narrow), "narrowed")
+			require.Equal(t, 2, reflect.TypeOf(narrow).Elem().NumField(), "the globals and one command")
+			parse(narrow)
+			var whole cli
+			parse(&whole)
+			f, ok := commandField(args[0])
+			require.True(t, ok)
+			require.Equal(t, reflect.ValueOf(whole).FieldByName(f.Name).Interface(), reflect.ValueOf(narrow).Elem().Field(1).Interface())
+			require.Equal(t, whole.globals, *g, "the globals")
+		})
 	}
-	narrow, g := grammar(args)
-	require.IsType(t, &sandboxCLI{}, narrow)
-	parse(narrow)
-	var whole cli
-	parse(&whole)
-	require.Equal(t, whole.Sandbox, narrow.(*sandboxCLI).Sandbox)
-	require.Equal(t, "warn", g.LogLevel)
-	require.Equal(t, whole.LogLevel, g.LogLevel)
-
-	other, _ := grammar([]string{"exec", "--", "true"})
-	require.IsType(t, &cli{}, other)
+	for _, args := range [][]string{{"--log-level", "warn", "exec", "--", "true"}, {"--help"}, {"exce"}, {}} {
+		other, _ := grammar(args)
+		require.IsType(t, &cli{}, other, "%q", args)
+	}
 }
