@@ -14,6 +14,22 @@ import (
 	"github.com/warrenhq/warren/messages"
 )
 
+// ExecOption adjusts one Exec.
+type ExecOption func(*execConfig)
+
+type execConfig struct {
+	beforePublish func(context.Context) error
+}
+
+// BeforePublish makes Exec run gate before it publishes the task, while
+// it subscribes to the task's events and watches for its result (so a
+// check such as "does a live worker serve this pool and profile?" costs no
+// extra round trip on the command's path). A gate's error ends Exec with
+// that error and nothing published.
+func BeforePublish(gate func(context.Context) error) ExecOption {
+	return func(c *execConfig) { c.beforePublish = gate }
+}
+
 // eventBuffer is how many live events may wait for the writer before the
 // subscription drops some (reported as a gap).
 const eventBuffer = 8192
@@ -30,7 +46,13 @@ const eventBuffer = 8192
 // the result is written instead.
 //
 // Defaults: batch "exec-<unique>", id "exec", kind exec, attempt 1.
-func (c *Client) Exec(ctx context.Context, t messages.Task, stdout, stderr io.Writer) (*messages.Result, error) {
+//
+// Options: BeforePublish.
+func (c *Client) Exec(ctx context.Context, t messages.Task, stdout, stderr io.Writer, opts ...ExecOption) (*messages.Result, error) {
+	var o execConfig
+	for _, opt := range opts {
+		opt(&o)
+	}
 	if t.Batch == "" {
 		t.Batch = "exec-" + strings.ToLower(nuid.Next())
 	}
@@ -45,9 +67,21 @@ func (c *Client) Exec(ctx context.Context, t messages.Task, stdout, stderr io.Wr
 	}
 	t = b.Tasks[0]
 
+	// The gate runs while the subscription and the result watch are made
+	// (each a round trip to the broker); nothing is published before it
+	// said yes.
+	gate := make(chan error, 1)
+	go func() {
+		if o.beforePublish == nil {
+			gate <- nil
+			return
+		}
+		gate <- o.beforePublish(ctx)
+	}()
 	events := make(chan *nats.Msg, eventBuffer)
 	sub, err := c.nc.ChanSubscribe(t.EffectiveReply(), events)
 	if err != nil {
+		<-gate
 		return nil, fmt.Errorf("scheduler: exec: subscribe to events: %w", err)
 	}
 	defer func() { _ = sub.Unsubscribe() }()
@@ -58,6 +92,7 @@ func (c *Client) Exec(ctx context.Context, t messages.Task, stdout, stderr io.Wr
 	err = c.nc.FlushWithContext(flushCtx)
 	cancelFlush()
 	if err != nil {
+		<-gate
 		return nil, fmt.Errorf("scheduler: exec: %w", err)
 	}
 
@@ -65,6 +100,9 @@ func (c *Client) Exec(ctx context.Context, t messages.Task, stdout, stderr io.Wr
 	defer stopRes()
 	results := make(chan resultOrErr, 1)
 	go c.awaitResult(resCtx, messages.ResultSubject(t.Batch, t.EffectiveAttempt(), t.ID), results)
+	if err := <-gate; err != nil {
+		return nil, err
+	}
 
 	if _, err := c.Publish(ctx, b); err != nil {
 		if ctx.Err() != nil { // interrupted mid-publish: the task may be queued

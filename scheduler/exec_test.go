@@ -3,6 +3,8 @@ package scheduler_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -150,4 +152,30 @@ func TestExecRefusesInvalidTask(t *testing.T) {
 	var out syncBuffer
 	_, err := x.c.Exec(x.ctx, messages.Task{Argv: []string{"a\x00b"}}, &out, &out)
 	require.ErrorIs(t, err, messages.ErrNULByte)
+}
+
+// A BeforePublish gate that refuses ends Exec with its error and nothing
+// published; one that agrees lets the task run. The control: the same
+// gate's task, published without the refusal, reaches the worker.
+func TestExecBeforePublishGate(t *testing.T) {
+	x := setup(t)
+	refused := errors.New("no worker serves default/default")
+	var out syncBuffer
+	_, err := x.c.Exec(x.ctx, messages.Task{Batch: "gated", ID: "one", Argv: []string{"true"}}, &out, &out,
+		scheduler.BeforePublish(func(context.Context) error { return refused }))
+	require.ErrorIs(t, err, refused)
+	s, err := x.b.JS.Stream(x.ctx, messages.StreamTasks)
+	require.NoError(t, err)
+	info, err := s.Info(x.ctx)
+	require.NoError(t, err)
+	require.Zero(t, info.State.Msgs, "nothing published")
+
+	got := x.fakeWorker(t, nil, messages.Result{Status: messages.StatusOK})
+	var ran atomic.Bool
+	res, err := x.c.Exec(x.ctx, messages.Task{Batch: "gated", ID: "two", Argv: []string{"true"}}, &out, &out,
+		scheduler.BeforePublish(func(context.Context) error { ran.Store(true); return nil }))
+	require.NoError(t, err)
+	require.True(t, ran.Load())
+	require.Equal(t, messages.StatusOK, res.Status)
+	require.Equal(t, "two", (<-got).ID)
 }

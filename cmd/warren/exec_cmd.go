@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/warrenhq/warren/messages"
+	"github.com/warrenhq/warren/scheduler"
 	"golang.org/x/sys/unix"
 )
 
@@ -65,10 +66,12 @@ func (c *execCmd) Run(g *globals) error {
 		return err
 	}
 	defer s.Close()
-	if err := checkServed(g, client, []messages.Task{task}, c.QueueUnserved); err != nil {
-		return err
-	}
-	res, err := client.Exec(g.Ctx, task, g.IO.Out, g.IO.Err)
+	// The registry check runs while Exec subscribes (nothing is published
+	// before it passes).
+	served := scheduler.BeforePublish(func(context.Context) error {
+		return checkServed(g, client, []messages.Task{task}, c.QueueUnserved)
+	})
+	res, err := client.Exec(g.Ctx, task, g.IO.Out, g.IO.Err, served)
 	if errors.Is(err, context.Canceled) {
 		fmt.Fprintln(g.IO.Err, "warren: interrupted; the task was cancelled")
 		return &exitCodeError{Code: exitCancelled}
