@@ -166,7 +166,9 @@
 // (warren_worker_*): slots and busy slots, tasks started and finished by
 // profile and status, task duration and queue wait (publication to start)
 // histograms, sandbox setup failures by step, verdicts by reason,
-// redeliveries, dead letters by reason and pull errors. Labels are bounded
+// redeliveries, dead letters by reason and pull errors, and, with a Runner
+// that has a warm pool (*sandbox.Runner), its ready and starting warm
+// sandboxes. Labels are bounded
 // sets, never task or batch ids. Ready reports whether the worker serves
 // (started, not draining, connected); `warren worker --metrics-listen ADDR`
 // serves /metrics, /healthz and /readyz.

@@ -28,6 +28,9 @@ type metrics struct {
 	pullErrors    *prometheus.CounterVec   // profile
 }
 
+// warmReporter is a Runner with a warm pool (*sandbox.Runner).
+type warmReporter interface{ Warm() sandbox.WarmStats }
+
 // metricsNamespace prefixes every metric: warren_worker_*.
 const metricsNamespace = "warren_worker"
 
@@ -64,6 +67,13 @@ func newMetrics(reg prometheus.Registerer, w *Worker) (*metrics, error) {
 		gauge("slots_busy", "Slots running a task right now.", func() float64 { return float64(w.running.Load()) }),
 		gauge("sessions_open", "Sandbox sessions open on this host, each holding a slot.", func() float64 { return float64(w.sessions.Load()) }),
 		m.started, m.finished, m.duration, m.queueWait, m.setupFailures, m.verdicts, m.redeliveries, m.deadLetters, m.pullErrors,
+	}
+	if wr, ok := w.cfg.Runner.(warmReporter); ok {
+		collectors = append(collectors,
+			gauge("warm_sandboxes_ready", "Sandboxes built ahead and waiting for a task (a task or session that finds one skips the sandbox's start).",
+				func() float64 { return float64(wr.Warm().Ready) }),
+			gauge("warm_sandboxes_starting", "Warm sandboxes being built (refills after runs).",
+				func() float64 { return float64(wr.Warm().Starting) }))
 	}
 	for _, c := range collectors {
 		if err := reg.Register(c); err != nil {

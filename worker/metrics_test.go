@@ -118,3 +118,20 @@ func TestMetricsRefuseASecondRegistration(t *testing.T) {
 	_, err = worker.New(nc, cfg)
 	require.ErrorContains(t, err, "Metrics", "two workers on one registry would mix their counts")
 }
+
+// warmRunner is a Runner with a warm pool to report.
+type warmRunner struct {
+	worker.Runner
+	stats sandbox.WarmStats
+}
+
+func (r warmRunner) Warm() sandbox.WarmStats { return r.stats }
+
+// A Runner with a warm pool has its ready and starting sandboxes exported.
+func TestMetricsReportTheWarmPool(t *testing.T) {
+	b := brokertest.Start(t, brokertest.Options{})
+	reg := prometheus.NewRegistry()
+	startWorker(t, b, "warm", workerOpts{capacity: 1, runner: warmRunner{Runner: insecureRunner(t), stats: sandbox.WarmStats{Ready: 3, Starting: 1}}, metrics: reg})
+	require.Equal(t, 3.0, metricValue(t, reg, "warren_worker_warm_sandboxes_ready", nil))
+	require.Equal(t, 1.0, metricValue(t, reg, "warren_worker_warm_sandboxes_starting", nil))
+}
