@@ -185,21 +185,17 @@ func TestWarmSandboxesRunInTheirOwnCgroup(t *testing.T) {
 	}
 	waitWarm(t, r, Spec{}, 1)
 	before := scratchDirs(t, r)
-	var onHost []byte
-	o := runIn(t, r, Spec{Argv: sh(`grep -E ':(memory|pids):' /proc/self/cgroup; echo $HOME`), Limits: Limits{Processes: 77},
-		Started: func(h Handle) { onHost, _ = os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", h.(*runHandle).pid)) }})
+	spec, onHost := heldForCgroupRead(Spec{Argv: sh(`grep -E ':(memory|pids):' /proc/self/cgroup; echo $HOME; read _`), Limits: Limits{Processes: 77}})
+	o := runIn(t, r, spec)
 	lines := strings.Split(strings.TrimSpace(o.stdout), "\n")
 	home := lines[len(lines)-1]
 	require.True(t, before[home], "ran warm")
 	own := `warren-` + regexp.QuoteMeta(filepath.Base(home)) + `-[0-9]+`
-	n := 0
-	for _, l := range strings.Split(string(onHost), "\n") {
-		if regexp.MustCompile(`:(memory|pids):`).MatchString(l) {
-			require.Regexp(t, `:(memory|pids):.*/`+own+`$`, l, "seen from the host: the run's own cgroup")
-			n++
-		}
+	host := hostCgroupLines(onHost())
+	require.Len(t, host, 2, "memory and pids lines on the host")
+	for _, l := range host {
+		require.Regexp(t, `:(memory|pids):.*/`+own+`$`, l, "seen from the host: the run's own cgroup")
 	}
-	require.Equal(t, 2, n, "memory and pids lines on the host: %s", onHost)
 	for _, l := range lines[:len(lines)-1] {
 		// Inside: relative to the cgroup namespace's root, the run's own
 		// cgroup when the init was born in it (cgroup_v1_born.go).

@@ -2,11 +2,13 @@ package sandbox
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
@@ -118,21 +120,16 @@ func TestRunIsInItsOwnCgroup(t *testing.T) {
 	if r.cgroups.Version != 1 {
 		t.Skipf("no usable cgroup v1 here (%s): the rlimit fallback is covered by TestResourceLimitsAreReported", r.cgroups)
 	}
-	probe := sh("grep -E ':(memory|pids):' /proc/self/cgroup")
-	_, out := runOut(t, probe...)
+	probe := sh("grep -E ':(memory|pids):' /proc/self/cgroup; read _")
+	_, out := runOut(t, sh("grep -E ':(memory|pids):' /proc/self/cgroup")...)
 	require.Contains(t, out, "pids:/", "control: the host child is in the worker's cgroup")
-	var onHost []byte
-	o := runIn(t, r, Spec{Argv: probe, Limits: Limits{Processes: 77}, Started: func(h Handle) {
-		onHost, _ = os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", h.(*runHandle).pid))
-	}})
-	n := 0
-	for _, l := range strings.Split(string(onHost), "\n") {
-		if regexp.MustCompile(`:(memory|pids):`).MatchString(l) {
-			require.Regexp(t, `:(memory|pids):.*/warren-run-[0-9]+\.[0-9]+-[0-9]+-[0-9]+$`, l, "seen from the host: the run's own cgroup")
-			n++
-		}
+	spec, onHost := heldForCgroupRead(Spec{Argv: probe, Limits: Limits{Processes: 77}})
+	o := runIn(t, r, spec)
+	lines := hostCgroupLines(onHost())
+	require.Len(t, lines, 2, "memory and pids lines on the host")
+	for _, l := range lines {
+		require.Regexp(t, `:(memory|pids):.*/warren-run-[0-9]+\.[0-9]+-[0-9]+-[0-9]+$`, l, "seen from the host: the run's own cgroup")
 	}
-	require.Equal(t, 2, n, "memory and pids lines on the host: %s", onHost)
 	for _, l := range strings.Split(strings.TrimSpace(o.stdout), "\n") {
 		// The cgroup namespace is rooted where the init was cloned: in its
 		// own cgroup when born there ("/"), at the worker's when it was
@@ -167,4 +164,33 @@ func TestCgroupV1BoundsSwapToo(t *testing.T) {
 		require.Equal(t, fmt.Sprint(limit), read("memory.limit_in_bytes"))
 		require.Equal(t, fmt.Sprint(limit), read("memory.memsw.limit_in_bytes"), "swap bounded by the same limit")
 	}
+}
+
+// heldForCgroupRead makes spec's task wait (its script ends with `read _`)
+// until the host has read the task's /proc/PID/cgroup (in Spec.Started),
+// then lets it end: on cgroup v1 an exiting task reads as "/" in every
+// hierarchy (the kernel's proc_cgroup_show), so a task that ended first
+// would look outside its cgroup. Stdin stays a plain reader, so the run
+// can still be served warm.
+func heldForCgroupRead(spec Spec) (Spec, func() []byte) {
+	pr, pw := io.Pipe()
+	var onHost []byte
+	spec.Stdin = pr
+	spec.Limits.Wall = 30 * time.Second // a run that never starts its task does not hold the test
+	spec.Started = func(h Handle) {
+		onHost, _ = os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", h.(*runHandle).pid))
+		_ = pw.Close()
+	}
+	return spec, func() []byte { return onHost }
+}
+
+// hostCgroupLines are the memory and pids lines of a /proc/PID/cgroup.
+func hostCgroupLines(b []byte) []string {
+	var out []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if regexp.MustCompile(`:(memory|pids):`).MatchString(l) {
+			out = append(out, l)
+		}
+	}
+	return out
 }
