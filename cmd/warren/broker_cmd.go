@@ -7,6 +7,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/warrenhq/warren/broker"
+	"github.com/warrenhq/warren/broker/embedded"
 )
 
 // brokerFlags configure the embedded broker; shared by `broker` and `up`.
@@ -24,7 +25,7 @@ type brokerFlags struct {
 }
 
 // cluster is the cluster configuration the flags ask for, or nil.
-func (f *brokerFlags) cluster() (*broker.ClusterConfig, error) {
+func (f *brokerFlags) cluster() (*embedded.ClusterConfig, error) {
 	if f.Cluster == "" {
 		if len(f.Routes) > 0 {
 			return nil, fmt.Errorf("--routes needs --cluster NAME")
@@ -41,12 +42,12 @@ func (f *brokerFlags) cluster() (*broker.ClusterConfig, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--cluster-listen: %w", err)
 	}
-	return &broker.ClusterConfig{Name: f.Cluster, Host: host, Port: port, Routes: f.Routes}, nil
+	return &embedded.ClusterConfig{Name: f.Cluster, Host: host, Port: port, Routes: f.Routes}, nil
 }
 
 // start runs the broker, sets up the streams and records the broker's
 // address in the data dir (see target); stop undoes all of it.
-func (f *brokerFlags) start(g *globals, cmd string) (srv *broker.Server, stop func(), err error) {
+func (f *brokerFlags) start(g *globals, cmd string) (srv *embedded.Server, stop func(), err error) {
 	if err := g.refuseNATS(cmd); err != nil {
 		return nil, nil, err
 	}
@@ -62,7 +63,7 @@ func (f *brokerFlags) start(g *globals, cmd string) (srv *broker.Server, stop fu
 	return srv, func() { forget(); srv.Stop() }, nil
 }
 
-func (f *brokerFlags) startServer(g *globals) (*broker.Server, error) {
+func (f *brokerFlags) startServer(g *globals) (*embedded.Server, error) {
 	host, port, err := splitHostPort(f.Listen)
 	if err != nil {
 		return nil, err
@@ -71,7 +72,7 @@ func (f *brokerFlags) startServer(g *globals) (*broker.Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg := broker.Config{DataDir: g.DataDir, Host: host, Port: port, Name: f.Name, Cluster: cl, Logger: g.Log, TLS: broker.TLSFiles{Cert: f.TLSCert, Key: f.TLSKey}}
+	cfg := embedded.Config{DataDir: g.DataDir, Host: host, Port: port, Name: f.Name, Cluster: cl, Logger: g.Log, TLS: broker.TLSFiles{Cert: f.TLSCert, Key: f.TLSKey}}
 	var auth *broker.AuthDir
 	if f.AuthDir != "" {
 		if auth, err = broker.OpenAuthDir(f.AuthDir); err != nil {
@@ -82,7 +83,7 @@ func (f *brokerFlags) startServer(g *globals) (*broker.Server, error) {
 	if err := checkExposure(f, host, auth); err != nil {
 		return nil, err
 	}
-	srv, err := broker.NewServer(cfg)
+	srv, err := embedded.New(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -116,7 +117,7 @@ func (f *brokerFlags) startServer(g *globals) (*broker.Server, error) {
 
 // connect opens an in-process connection, with the auth directory's creds
 // file when there is one.
-func (f *brokerFlags) connect(srv *broker.Server, creds string) (*nats.Conn, error) {
+func (f *brokerFlags) connect(srv *embedded.Server, creds string) (*nats.Conn, error) {
 	if f.AuthDir == "" {
 		return srv.Connect()
 	}
@@ -163,7 +164,7 @@ func (c *upCmd) Run(g *globals) error {
 type upLink struct {
 	g    *globals
 	f    *brokerFlags
-	srv  *broker.Server
+	srv  *embedded.Server
 	stop func()
 	nc   *nats.Conn
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nkeys"
 	"github.com/rs/zerolog"
 	"github.com/warrenhq/warren/broker"
+	"github.com/warrenhq/warren/broker/embedded"
 	"github.com/warrenhq/warren/messages"
 )
 
@@ -68,7 +69,7 @@ func (g *globals) connect(ctx context.Context, name string) (*session, error) {
 		return nil, fmt.Errorf("--creds is for an authenticated broker, and none was named: pass --nats (or WARREN_NATS_URL)")
 	}
 	s := &session{}
-	srv, err := broker.NewServer(broker.Config{DataDir: g.DataDir, DontListen: true, Logger: g.Log.Level(max(g.Log.GetLevel(), zerolog.WarnLevel))})
+	srv, err := embedded.New(embedded.Config{DataDir: g.DataDir, DontListen: true, Logger: g.Log.Level(max(g.Log.GetLevel(), zerolog.WarnLevel))})
 	if err != nil {
 		return nil, err
 	}

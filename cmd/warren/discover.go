@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/warrenhq/warren/broker"
+	"github.com/warrenhq/warren/broker/embedded"
 )
 
 // brokerRecordFile is where `warren up` and `warren broker` record, in
@@ -35,7 +35,7 @@ func recordPath(dataDir string) string { return filepath.Join(dataDir, brokerRec
 
 // writeBrokerRecord records srv in dataDir (atomically) and returns a func
 // that removes the record again if it is still srv's.
-func writeBrokerRecord(dataDir string, srv *broker.Server) (func(), error) {
+func writeBrokerRecord(dataDir string, srv *embedded.Server) (func(), error) {
 	rec := brokerRecord{URL: dialable(srv.ClientURL()), ServerID: srv.ID(), PID: os.Getpid(), StartedAt: time.Now().UTC()}
 	data, err := json.MarshalIndent(rec, "", "  ")
 	if err != nil {
