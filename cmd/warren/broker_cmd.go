@@ -1,3 +1,5 @@
+//go:build !client
+
 package main
 
 import (
@@ -9,20 +11,6 @@ import (
 	"github.com/warrenhq/warren/broker"
 	"github.com/warrenhq/warren/broker/embedded"
 )
-
-// brokerFlags configure the embedded broker; shared by `broker` and `up`.
-type brokerFlags struct {
-	Listen         string `help:"Address the broker listens on (host:port). Anything but loopback needs --auth-dir and TLS (see --insecure-no-auth)." default:"127.0.0.1:4222"`
-	AuthDir        string `name:"auth-dir" help:"Enforce the accounts, users and permissions of this directory (from 'warren auth init'), reloading it when it changes; serves TLS if it was made with --tls." type:"path"`
-	TLSCert        string `name:"tls-cert" help:"Serve TLS with this PEM certificate (chain) instead of the auth directory's." type:"path"`
-	TLSKey         string `name:"tls-key" help:"PEM private key of --tls-cert." type:"path"`
-	InsecureNoAuth bool   `name:"insecure-no-auth" help:"Listen beyond loopback without authentication or TLS: anyone who reaches the port can run code on every worker. Only on a network you trust completely."`
-	// A cluster node: see deploy/README.md.
-	Name          string   `name:"name" env:"WARREN_BROKER_NAME" help:"Server name, unique in a cluster (default: warren)."`
-	Cluster       string   `name:"cluster" env:"WARREN_CLUSTER" help:"Join a JetStream cluster of this name (with --cluster-listen and --routes)."`
-	ClusterListen string   `name:"cluster-listen" env:"WARREN_CLUSTER_LISTEN" help:"Address the cluster (route) listener binds, e.g. 0.0.0.0:6222." default:"0.0.0.0:6222"`
-	Routes        []string `name:"routes" env:"WARREN_ROUTES" help:"Route URLs of the cluster's nodes (this one may be listed), e.g. nats-route://broker-1:6222. Repeatable or comma separated."`
-}
 
 // cluster is the cluster configuration the flags ask for, or nil.
 func (f *brokerFlags) cluster() (*embedded.ClusterConfig, error) {
@@ -128,10 +116,6 @@ func (f *brokerFlags) connect(srv *embedded.Server, creds string) (*nats.Conn, e
 	return srv.Connect(opt)
 }
 
-type brokerCmd struct {
-	brokerFlags
-}
-
 func (c *brokerCmd) Run(g *globals) error {
 	srv, stop, err := c.start(g, "broker")
 	if err != nil {
@@ -141,11 +125,6 @@ func (c *brokerCmd) Run(g *globals) error {
 	fmt.Fprintf(g.IO.Err, "warren broker listening on %s (store %s); stop with Ctrl-C\n", srv.ClientURL(), g.DataDir)
 	<-g.Ctx.Done()
 	return nil
-}
-
-type upCmd struct {
-	brokerFlags
-	workerFlags
 }
 
 func (c *upCmd) Run(g *globals) error {

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/warrenhq/warren/broker/embedded"
 )
 
 // brokerRecordFile is where `warren up` and `warren broker` record, in
@@ -33,9 +32,16 @@ type brokerRecord struct {
 
 func recordPath(dataDir string) string { return filepath.Join(dataDir, brokerRecordFile) }
 
+// recordedServer is what a broker record names: a running server
+// (*embedded.Server).
+type recordedServer interface {
+	ClientURL() string
+	ID() string
+}
+
 // writeBrokerRecord records srv in dataDir (atomically) and returns a func
 // that removes the record again if it is still srv's.
-func writeBrokerRecord(dataDir string, srv *embedded.Server) (func(), error) {
+func writeBrokerRecord(dataDir string, srv recordedServer) (func(), error) {
 	rec := brokerRecord{URL: dialable(srv.ClientURL()), ServerID: srv.ID(), PID: os.Getpid(), StartedAt: time.Now().UTC()}
 	data, err := json.MarshalIndent(rec, "", "  ")
 	if err != nil {
