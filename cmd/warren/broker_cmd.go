@@ -6,6 +6,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"strconv"
 
 	"github.com/nats-io/nats.go"
 	"github.com/warrenhq/warren/broker"
@@ -165,4 +167,25 @@ func (l *upLink) open(context.Context) (*nats.Conn, error) {
 func (l *upLink) close() {
 	l.nc.Close()
 	l.stop()
+}
+
+// refuseNATS is for commands that run their own broker, which --nats would
+// otherwise be silently ignored by.
+func (g *globals) refuseNATS(cmd string) error {
+	if g.NATS == "" {
+		return nil
+	}
+	return fmt.Errorf("`warren %s` runs its own broker, so --nats (or WARREN_NATS_URL) %q would be ignored: drop it, or run `warren worker --nats %s` to serve that broker", cmd, g.NATS, g.NATS)
+}
+
+func splitHostPort(addr string) (string, int, error) {
+	host, portStr, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", 0, fmt.Errorf("--listen %q: %w (want host:port)", addr, err)
+	}
+	port, err := strconv.Atoi(portStr)
+	if err != nil || port < 0 || port > 65535 {
+		return "", 0, fmt.Errorf("--listen %q: bad port", addr)
+	}
+	return host, port, nil
 }

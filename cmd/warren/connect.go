@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"net"
-	"strconv"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -70,20 +68,6 @@ func (g *globals) connect(ctx context.Context, name string) (*session, error) {
 	return g.embeddedSession(ctx, name)
 }
 
-// dialChecked connects to the broker at url, which must be the server of
-// rec when one is given, and sets up the streams.
-func (g *globals) dialChecked(ctx context.Context, url, name string, rec *brokerRecord) (*session, error) {
-	s, err := g.dialRecorded(ctx, url, name, rec)
-	if err != nil {
-		return nil, err
-	}
-	if err := s.init(ctx); err != nil {
-		s.Close()
-		return nil, err
-	}
-	return s, nil
-}
-
 // dialRecorded connects to the broker at url, which must be the server of
 // rec when one is given.
 func (g *globals) dialRecorded(ctx context.Context, url, name string, rec *brokerRecord) (*session, error) {
@@ -133,16 +117,4 @@ func setupStreams(ctx context.Context, nc *nats.Conn) error {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	return broker.Setup(ctx, js, broker.StreamConfig{})
-}
-
-func splitHostPort(addr string) (string, int, error) {
-	host, portStr, err := net.SplitHostPort(addr)
-	if err != nil {
-		return "", 0, fmt.Errorf("--listen %q: %w (want host:port)", addr, err)
-	}
-	port, err := strconv.Atoi(portStr)
-	if err != nil || port < 0 || port > 65535 {
-		return "", 0, fmt.Errorf("--listen %q: bad port", addr)
-	}
-	return host, port, nil
 }

@@ -131,12 +131,3 @@ func checkRecorded(nc *nats.Conn, rec *brokerRecord, dataDir string) error {
 	return fmt.Errorf("the broker recorded in %s (pid %d) is not the server answering at %s; pass --nats to choose a broker explicitly",
 		recordPath(dataDir), rec.PID, rec.URL)
 }
-
-// refuseNATS is for commands that run their own broker, which --nats would
-// otherwise be silently ignored by.
-func (g *globals) refuseNATS(cmd string) error {
-	if g.NATS == "" {
-		return nil
-	}
-	return fmt.Errorf("`warren %s` runs its own broker, so --nats (or WARREN_NATS_URL) %q would be ignored: drop it, or run `warren worker --nats %s` to serve that broker", cmd, g.NATS, g.NATS)
-}

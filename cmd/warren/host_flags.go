@@ -54,8 +54,10 @@ type workerFlags struct {
 	sandboxHostFlags
 	sessionFlags
 
+	//lint:ignore U1000 the client build has no host to read it
 	pullWait time.Duration // shorter for a client's short-lived in-process worker
-	sealKey  nkeys.KeyPair // used when SealKey (a file) is not given
+	//lint:ignore U1000 the client build has no host to read it
+	sealKey nkeys.KeyPair // used when SealKey (a file) is not given
 }
 
 type workerCmd struct {

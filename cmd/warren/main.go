@@ -246,6 +246,3 @@ func newLogger(w io.Writer, level string) zerolog.Logger {
 	}
 	return zerolog.New(w).Level(lvl).With().Timestamp().Logger()
 }
-
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "dev"

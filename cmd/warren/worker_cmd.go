@@ -48,3 +48,17 @@ func (c *workerCmd) Run(g *globals) error {
 	}
 	return h.serve(g, nil)
 }
+
+// dialChecked connects to the broker at url, which must be the server of
+// rec when one is given, and sets up the streams.
+func (g *globals) dialChecked(ctx context.Context, url, name string, rec *brokerRecord) (*session, error) {
+	s, err := g.dialRecorded(ctx, url, name, rec)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.init(ctx); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
