@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -112,6 +113,19 @@ func TestClientBinaryExecsTheHost(t *testing.T) {
 		require.NoError(t, err)
 		require.NotNil(t, rec)
 		require.Equal(t, up.Process.Pid, rec.PID, "exec should have used the broker warren up recorded")
+		// The signal reaches warren-host itself: it drains and exits 0.
+		require.NoError(t, up.Process.Signal(syscall.SIGTERM))
+		require.NoError(t, up.Wait())
+	})
+
+	t.Run("worker's errors and exit status are warren-host's", func(t *testing.T) {
+		fresh := append(env, "WARREN_DATA_DIR="+t.TempDir())
+		c, cc := run(fresh, warren, "worker")
+		h, hc := run(fresh, host, "worker")
+		require.Equal(t, 1, cc, c)
+		require.Equal(t, hc, cc)
+		require.Equal(t, h, c)
+		require.Contains(t, c, "no broker to serve")
 	})
 
 	t.Run("no warren-host: an error that says what to install", func(t *testing.T) {
