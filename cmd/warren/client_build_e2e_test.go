@@ -140,9 +140,10 @@ func TestClientBinaryExecsTheHost(t *testing.T) {
 			}
 		}
 		bare = append(bare, "PATH=/usr/bin:/bin", "WARREN_DATA_DIR="+t.TempDir())
-		for _, args := range [][]string{{"up"}, {"exec", "--", "true"}} {
-			out, code := run(bare, alone, args...)
+		for args, why := range map[string]string{"up": "needs warren-host", "exec -- true": "no broker is named"} {
+			out, code := run(bare, alone, strings.Fields(args)...)
 			require.Equal(t, 1, code, out)
+			require.Contains(t, out, why)
 			require.Contains(t, out, filepath.Join(filepath.Dir(alone), "warren-host"))
 			require.Contains(t, out, "$PATH")
 			require.Contains(t, out, "$"+hostBinaryEnvName)

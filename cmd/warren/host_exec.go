@@ -21,10 +21,16 @@ import (
 // doctor_cmd.go, embedded_session.go) define the same methods: the seam
 // between the two builds.
 
-func (c *upCmd) Run(g *globals) error     { return g.execHost() }
-func (c *brokerCmd) Run(g *globals) error { return g.execHost() }
-func (c *workerCmd) Run(g *globals) error { return g.execHost() }
-func (c *doctorCmd) Run(g *globals) error { return g.execHost() }
+func (c *upCmd) Run(g *globals) error     { return g.execHost(hostCommand) }
+func (c *brokerCmd) Run(g *globals) error { return g.execHost(hostCommand) }
+func (c *workerCmd) Run(g *globals) error { return g.execHost(hostCommand) }
+func (c *doctorCmd) Run(g *globals) error { return g.execHost(hostCommand) }
+
+// Why warren-host is needed, for the error when it is missing.
+const (
+	hostCommand = "this command needs warren-host (the embedded broker, the worker, the checkers)"
+	noBroker    = "no broker is named (--nats, WARREN_NATS_URL) or running for --data-dir %s, so this command needs warren-host's embedded broker"
+)
 
 // hostIfNoBroker runs before a command that reaches a broker: when none
 // is named or recorded in --data-dir, the command needs an embedded one
@@ -36,13 +42,13 @@ func (g *globals) hostIfNoBroker() error {
 	if err != nil || url != "" {
 		return err
 	}
-	return g.execHost()
+	return g.execHost(fmt.Sprintf(noBroker, g.DataDir))
 }
 
 // embeddedSession is reached only if the broker recorded in --data-dir
 // stopped after hostIfNoBroker found it: warren-host runs the command.
 func (g *globals) embeddedSession(context.Context, string) (*session, error) {
-	return nil, g.execHost()
+	return nil, g.execHost(fmt.Sprintf(noBroker, g.DataDir))
 }
 
 // hostBinaryEnv names warren-host where it is neither beside warren nor
@@ -50,9 +56,10 @@ func (g *globals) embeddedSession(context.Context, string) (*session, error) {
 const hostBinaryEnv = "WARREN_HOST_BINARY"
 
 // execHost replaces this process with warren-host running g's command
-// line. It returns only on failure.
-func (g *globals) execHost() error {
-	path, err := findHost()
+// line. It returns only on failure; why says what warren-host is needed
+// for.
+func (g *globals) execHost(why string) error {
+	path, err := findHost(why)
 	if err != nil {
 		return err
 	}
@@ -65,7 +72,7 @@ func (g *globals) execHost() error {
 
 // findHost is warren-host beside this binary (symlinks resolved), else on
 // $PATH, else $WARREN_HOST_BINARY.
-func findHost() (string, error) {
+func findHost(why string) (string, error) {
 	beside := "warren-host beside warren"
 	if self, err := os.Executable(); err == nil {
 		if self, err = filepath.EvalSymlinks(self); err == nil {
@@ -86,7 +93,7 @@ func findHost() (string, error) {
 	if env == "" {
 		env = "unset"
 	}
-	return "", errors.New("this command runs in warren-host (the embedded broker, the worker, the checkers), and none was found: looked for " +
+	return "", errors.New(why + ", and no warren-host was found: looked for " +
 		beside + ", on $PATH, and in $" + hostBinaryEnv + " (" + env + "); install warren-host beside warren (`make build` puts bin/warren-host there) or set " + hostBinaryEnv)
 }
 
