@@ -149,8 +149,18 @@ func TestClientBinaryExecsTheHost(t *testing.T) {
 			require.Contains(t, out, "$"+hostBinaryEnvName)
 			require.Contains(t, out, "make build")
 		}
+		// Commands that reach no broker run in the client, host or not.
+		out, code := run(bare, alone, "sandbox", "run", "--", "/bin/echo", "ok")
+		require.Equal(t, 0, code, out)
+		require.Equal(t, "ok\n", out)
+		keys := t.TempDir()
+		out, code = run(bare, alone, "keys", "init", "--dir", keys)
+		require.Equal(t, 0, code, out)
+		require.FileExists(t, filepath.Join(keys, "pool-default.pub"))
+		out, code = run(bare, alone, "auth", "init", "--dir", filepath.Join(t.TempDir(), "auth"))
+		require.Equal(t, 0, code, out)
 		// $WARREN_HOST_BINARY is the last place looked.
-		out, code := run(append(bare, hostBinaryEnvName+"="+host), alone, "exec", "--", "echo", "via-env")
+		out, code = run(append(bare, hostBinaryEnvName+"="+host), alone, "exec", "--", "echo", "via-env")
 		require.Equal(t, 0, code, out)
 		require.Equal(t, "via-env\n", out)
 	})

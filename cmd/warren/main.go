@@ -184,7 +184,7 @@ func run(ctx, hard context.Context, args []string, io stdio) error {
 	}
 	c.Ctx, c.HardCtx, c.IO, c.Args = ctx, hard, io, args
 	c.Log = newLogger(io.Err, c.LogLevel)
-	if _, ok := kctx.Selected().Target.Addr().Interface().(offline); !ok {
+	if !isOffline(kctx) {
 		if err := c.hostIfNoBroker(); err != nil {
 			return err
 		}
@@ -196,6 +196,15 @@ func run(ctx, hard context.Context, args []string, io stdio) error {
 // runs it even when no broker runs (see hostIfNoBroker). A command not
 // marked reaching none only costs that build an exec of warren-host.
 type offline interface{ offline() }
+
+func isOffline(kctx *kong.Context) bool {
+	sel := kctx.Selected()
+	if sel == nil || !sel.Target.CanAddr() {
+		return false
+	}
+	_, ok := sel.Target.Addr().Interface().(offline)
+	return ok
+}
 
 func (*sandboxRunCmd) offline() {}
 func (*authInitCmd) offline()   {}
