@@ -23,9 +23,9 @@ func TestClientBuildLinksNoHostPackages(t *testing.T) {
 		"github.com/warrenhq/warren/worker",
 		"github.com/warrenhq/warren/broker/embedded",
 	}
-	deps := func(tags ...string) map[string]bool {
+	deps := func(pkg string, tags ...string) map[string]bool {
 		args := append([]string{"list", "-deps"}, tags...)
-		out, err := exec.Command("go", append(args, "github.com/warrenhq/warren/cmd/warren")...).CombinedOutput()
+		out, err := exec.Command("go", append(args, pkg)...).CombinedOutput()
 		require.NoError(t, err, "go list: %s", out)
 		m := map[string]bool{}
 		for _, p := range strings.Fields(string(out)) {
@@ -33,10 +33,14 @@ func TestClientBuildLinksNoHostPackages(t *testing.T) {
 		}
 		return m
 	}
-	client, host := deps("-tags", "client"), deps()
+	client, host := deps("github.com/warrenhq/warren/cmd/warren", "-tags", "client"), deps("github.com/warrenhq/warren/cmd/warren")
 	for _, p := range hostOnly {
 		require.True(t, host[p], "warren-host should link %s (else this test checks nothing)", p)
 		require.False(t, client[p], "the client build links %s: `go list -deps -tags client ./cmd/warren` shows the path", p)
+	}
+	// Client code links no server through the broker package.
+	for _, pkg := range []string{"github.com/warrenhq/warren/broker", "github.com/warrenhq/warren/scheduler"} {
+		require.False(t, deps(pkg)[hostOnly[0]], "%s links %s", pkg, hostOnly[0])
 	}
 }
 
