@@ -25,8 +25,9 @@ deps: ## Install the Debian packages the tests and demo need (as root) if missin
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
 	fi
 
-build: ## Build bin/warren
-	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/warren
+build: ## Build bin/warren (the client), bin/warren-host (broker, worker, doctor) and the sandbox binaries beside them
+	$(GO) build -tags client -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/warren
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(dir $(BIN))warren-host ./cmd/warren
 	CGO_ENABLED=0 $(GO) build -o $(dir $(BIN))warren-sandbox-init ./cmd/warren-sandbox-init
 	CGO_ENABLED=0 $(GO) build -o $(dir $(BIN))warren-sandbox-agent ./cmd/warren-sandbox-agent
 

@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 	"github.com/warrenhq/warren/broker"
+	"github.com/warrenhq/warren/broker/embedded"
 	"github.com/warrenhq/warren/messages"
 	"github.com/warrenhq/warren/scheduler"
 )
@@ -22,7 +23,7 @@ import (
 // and bob, over TLS from the directory's private CA.
 type authFleet struct {
 	dir *broker.AuthDir
-	srv *broker.Server
+	srv *embedded.Server
 	url string
 }
 
@@ -34,7 +35,7 @@ func startAuthFleet(t testing.TB) *authFleet {
 		_, err := d.AddSubmitter(name)
 		require.NoError(t, err)
 	}
-	srv, err := broker.NewServer(broker.Config{DataDir: t.TempDir(), Port: -1, ConfigFile: d.ServerConf(), ReloadInterval: 50 * time.Millisecond})
+	srv, err := embedded.New(embedded.Config{DataDir: t.TempDir(), Port: -1, ConfigFile: d.ServerConf(), ReloadInterval: 50 * time.Millisecond})
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -332,7 +333,7 @@ func TestAuthRevokeDisconnectsAndRefuses(t *testing.T) {
 func TestTLSFromFiles(t *testing.T) {
 	files, err := broker.MakeTestCA(t.TempDir(), nil)
 	require.NoError(t, err)
-	srv, err := broker.NewServer(broker.Config{DataDir: t.TempDir(), Port: -1, TLS: broker.TLSFiles{Cert: files.Cert, Key: files.Key}})
+	srv, err := embedded.New(embedded.Config{DataDir: t.TempDir(), Port: -1, TLS: broker.TLSFiles{Cert: files.Cert, Key: files.Key}})
 	require.NoError(t, err)
 	require.NoError(t, srv.Start(ctx10(t)))
 	t.Cleanup(srv.Stop)
@@ -348,7 +349,7 @@ func TestTLSFromFiles(t *testing.T) {
 	require.NoError(t, err)
 	_, err = broker.Connect(ctx10(t), srv.ClientURL(), "tls", append(opts, nats.MaxReconnects(0))...)
 	require.ErrorContains(t, err, "x509")
-	_, err = broker.NewServer(broker.Config{DataDir: t.TempDir(), TLS: broker.TLSFiles{Cert: files.Cert}})
+	_, err = embedded.New(embedded.Config{DataDir: t.TempDir(), TLS: broker.TLSFiles{Cert: files.Cert}})
 	require.ErrorContains(t, err, "--tls-key")
 }
 

@@ -1,7 +1,11 @@
-// Package broker owns Warren's NATS side: an embedded nats-server with
-// JetStream for one machine and every test, a connection helper for an
-// external NATS (a real cluster past one machine), and the idempotent setup
-// of the streams, consumers and buckets the other packages rely on.
+// Package broker owns Warren's NATS client side: a connection helper for a
+// NATS server (an embedded one from package broker/embedded, or a real
+// cluster past one machine), the idempotent setup of the streams, consumers
+// and buckets the other packages rely on, and the auth directory and the
+// nats-server configuration it generates. It does not link nats-server
+// itself (`go list -deps ./broker` names no nats-server/v2/server): client
+// programs that import it stay small and start fast; the server lives in
+// broker/embedded.
 //
 // # Model
 //
@@ -36,17 +40,14 @@
 // (replicas, max age, max bytes, placement, anything not compared) belong
 // to the operator. resources.go is the table of streams and buckets.
 //
-// An embedded [Server] can join a cluster of embedded servers
-// (Config.Cluster): brokertest.StartCluster runs three on loopback.
-//
 // # Authentication
 //
 // An auth directory (InitAuthDir, `warren auth init`) holds nkey users and
 // generates a nats-server configuration: the fleet account WARREN (streams,
 // admin, workers with per-pool permissions) and one account per submitter
 // tenant that imports only its own subjects, matched on the tenant token of
-// a "<tenant>.<name>" batch id (account_token_position). Config.ConfigFile
-// makes the embedded server enforce it and reload it on change. Clients use
+// a "<tenant>.<name>" batch id (account_token_position). embedded.Config's
+// ConfigFile makes the embedded server enforce it and reload it on change. Clients use
 // ClientAuth (creds file, CA); tenants use the TenantAPIPrefix.
 //
 // # Failure handling
@@ -54,13 +55,9 @@
 // CheckJetStream turns the "no responders" of a server without JetStream
 // into an error saying to start nats-server with -js.
 //
-// [Server.Start] returns an error if the server is not ready for
-// connections within Config.ReadyTimeout; the JetStream file store in
-// Config.DataDir survives restarts, so a broker stopped mid-batch resumes
-// where it was. Setup errors are returned wrapped with the resource name;
+// Setup errors are returned wrapped with the resource name;
 // Setup creates what is missing and only reads what exists, so roles that
-// may only read stream info can call it. An auth config that fails to load
-// on reload is logged and the running one kept. A publish refused by a full
+// may only read stream info can call it. A publish refused by a full
 // stream is [IsStoreFull] (never [IsResultExists], which shares its error
 // code); [ExplainPublish] turns it into a *[StoreFullError] naming the
 // stream and `warren setup --max-bytes`. On a cluster a delivery lost with

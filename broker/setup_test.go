@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/warrenhq/warren/broker"
 	"github.com/warrenhq/warren/broker/brokertest"
+	"github.com/warrenhq/warren/broker/embedded"
 	"github.com/warrenhq/warren/messages"
 )
 
@@ -64,8 +65,8 @@ func TestRestartKeepsStore(t *testing.T) {
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	start := func() (*broker.Server, jetstream.JetStream) {
-		srv, err := broker.NewServer(broker.Config{DataDir: dir, DontListen: true})
+	start := func() (*embedded.Server, jetstream.JetStream) {
+		srv, err := embedded.New(embedded.Config{DataDir: dir, DontListen: true})
 		require.NoError(t, err)
 		require.NoError(t, srv.Start(ctx))
 		nc, err := srv.Connect()

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"github.com/warrenhq/warren/broker"
 	"github.com/warrenhq/warren/broker/brokertest"
+	"github.com/warrenhq/warren/broker/embedded"
 	"github.com/warrenhq/warren/messages"
 )
 
@@ -88,7 +88,7 @@ func TestBrokerRestartMidBatchLosesNothing(t *testing.T) {
 	require.Eventually(t, func() bool { return resultCount(t, b.JS, "restart") >= 10 }, time.Minute, 10*time.Millisecond)
 	b.Server.Stop()
 
-	srv, err := broker.NewServer(broker.Config{DataDir: dir, Port: port})
+	srv, err := embedded.New(embedded.Config{DataDir: dir, Port: port})
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/warrenhq/warren/broker"
 	"github.com/warrenhq/warren/broker/brokertest"
+	"github.com/warrenhq/warren/broker/embedded"
 	"github.com/warrenhq/warren/messages"
 )
 
@@ -16,7 +17,7 @@ import (
 // payload of 1 MiB (Warren's own broker allows 8 MiB).
 func stockPayloadBroker(t *testing.T) *brokertest.Broker {
 	dir := t.TempDir()
-	srv, err := broker.NewServer(broker.Config{DataDir: dir, Port: -1, MaxPayload: 1 << 20})
+	srv, err := embedded.New(embedded.Config{DataDir: dir, Port: -1, MaxPayload: 1 << 20})
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()

@@ -12,11 +12,12 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 	"github.com/warrenhq/warren/broker"
+	"github.com/warrenhq/warren/broker/embedded"
 )
 
 // Broker is a running embedded broker with one client connection.
 type Broker struct {
-	Server *broker.Server
+	Server *embedded.Server
 	Conn   *nats.Conn
 	JS     jetstream.JetStream
 	URL    string // TCP URL; other processes can connect
@@ -46,7 +47,7 @@ func Start(t testing.TB, o Options) *Broker {
 	if o.Port == 0 {
 		o.Port = -1
 	}
-	srv, err := broker.NewServer(broker.Config{DataDir: o.Dir, Port: o.Port, MaxPayload: o.MaxPayload})
+	srv, err := embedded.New(embedded.Config{DataDir: o.Dir, Port: o.Port, MaxPayload: o.MaxPayload})
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -73,7 +74,7 @@ func (b *Broker) Restart(t testing.TB, o Options) {
 	require.NoError(t, err)
 	port, err := strconv.Atoi(u.Port())
 	require.NoError(t, err)
-	srv, err := broker.NewServer(broker.Config{DataDir: b.Dir, Port: port, MaxPayload: o.MaxPayload})
+	srv, err := embedded.New(embedded.Config{DataDir: b.Dir, Port: port, MaxPayload: o.MaxPayload})
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()

@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 	"github.com/warrenhq/warren/broker"
+	"github.com/warrenhq/warren/broker/embedded"
 )
 
 // Cluster is a JetStream cluster of embedded brokers on loopback, each with
@@ -25,9 +26,9 @@ type Cluster struct {
 }
 
 type node struct {
-	cfg broker.Config
+	cfg embedded.Config
 	url string
-	srv *broker.Server // nil while down
+	srv *embedded.Server // nil while down
 }
 
 // StartCluster runs n clustered brokers and waits until JetStream has a
@@ -43,11 +44,11 @@ func StartCluster(t testing.TB, n int) *Cluster {
 	for i := range n {
 		c.nodes = append(c.nodes, &node{
 			url: fmt.Sprintf("nats://127.0.0.1:%d", clientPorts[i]),
-			cfg: broker.Config{
+			cfg: embedded.Config{
 				DataDir: t.TempDir(),
 				Name:    fmt.Sprintf("n%d", i+1),
 				Port:    clientPorts[i],
-				Cluster: &broker.ClusterConfig{Name: "warren-test", Port: routePorts[i], Routes: routes},
+				Cluster: &embedded.ClusterConfig{Name: "warren-test", Port: routePorts[i], Routes: routes},
 				// As long as start's context: a restarted node recovers its
 				// store before it is ready, which under the race detector on
 				// a loaded 2-core machine took over the 10s default once.
@@ -88,7 +89,7 @@ func FreePorts(t testing.TB, n int) []int {
 }
 
 func (c *Cluster) start(i int) error {
-	srv, err := broker.NewServer(c.nodes[i].cfg)
+	srv, err := embedded.New(c.nodes[i].cfg)
 	if err != nil {
 		return err
 	}

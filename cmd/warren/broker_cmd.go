@@ -1,30 +1,21 @@
+//go:build !client
+
 package main
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"strconv"
 
 	"github.com/nats-io/nats.go"
 	"github.com/warrenhq/warren/broker"
+	"github.com/warrenhq/warren/broker/embedded"
 )
 
-// brokerFlags configure the embedded broker; shared by `broker` and `up`.
-type brokerFlags struct {
-	Listen         string `help:"Address the broker listens on (host:port). Anything but loopback needs --auth-dir and TLS (see --insecure-no-auth)." default:"127.0.0.1:4222"`
-	AuthDir        string `name:"auth-dir" help:"Enforce the accounts, users and permissions of this directory (from 'warren auth init'), reloading it when it changes; serves TLS if it was made with --tls." type:"path"`
-	TLSCert        string `name:"tls-cert" help:"Serve TLS with this PEM certificate (chain) instead of the auth directory's." type:"path"`
-	TLSKey         string `name:"tls-key" help:"PEM private key of --tls-cert." type:"path"`
-	InsecureNoAuth bool   `name:"insecure-no-auth" help:"Listen beyond loopback without authentication or TLS: anyone who reaches the port can run code on every worker. Only on a network you trust completely."`
-	// A cluster node: see deploy/README.md.
-	Name          string   `name:"name" env:"WARREN_BROKER_NAME" help:"Server name, unique in a cluster (default: warren)."`
-	Cluster       string   `name:"cluster" env:"WARREN_CLUSTER" help:"Join a JetStream cluster of this name (with --cluster-listen and --routes)."`
-	ClusterListen string   `name:"cluster-listen" env:"WARREN_CLUSTER_LISTEN" help:"Address the cluster (route) listener binds, e.g. 0.0.0.0:6222." default:"0.0.0.0:6222"`
-	Routes        []string `name:"routes" env:"WARREN_ROUTES" help:"Route URLs of the cluster's nodes (this one may be listed), e.g. nats-route://broker-1:6222. Repeatable or comma separated."`
-}
-
 // cluster is the cluster configuration the flags ask for, or nil.
-func (f *brokerFlags) cluster() (*broker.ClusterConfig, error) {
+func (f *brokerFlags) cluster() (*embedded.ClusterConfig, error) {
 	if f.Cluster == "" {
 		if len(f.Routes) > 0 {
 			return nil, fmt.Errorf("--routes needs --cluster NAME")
@@ -41,12 +32,12 @@ func (f *brokerFlags) cluster() (*broker.ClusterConfig, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--cluster-listen: %w", err)
 	}
-	return &broker.ClusterConfig{Name: f.Cluster, Host: host, Port: port, Routes: f.Routes}, nil
+	return &embedded.ClusterConfig{Name: f.Cluster, Host: host, Port: port, Routes: f.Routes}, nil
 }
 
 // start runs the broker, sets up the streams and records the broker's
 // address in the data dir (see target); stop undoes all of it.
-func (f *brokerFlags) start(g *globals, cmd string) (srv *broker.Server, stop func(), err error) {
+func (f *brokerFlags) start(g *globals, cmd string) (srv *embedded.Server, stop func(), err error) {
 	if err := g.refuseNATS(cmd); err != nil {
 		return nil, nil, err
 	}
@@ -62,7 +53,7 @@ func (f *brokerFlags) start(g *globals, cmd string) (srv *broker.Server, stop fu
 	return srv, func() { forget(); srv.Stop() }, nil
 }
 
-func (f *brokerFlags) startServer(g *globals) (*broker.Server, error) {
+func (f *brokerFlags) startServer(g *globals) (*embedded.Server, error) {
 	host, port, err := splitHostPort(f.Listen)
 	if err != nil {
 		return nil, err
@@ -71,7 +62,7 @@ func (f *brokerFlags) startServer(g *globals) (*broker.Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg := broker.Config{DataDir: g.DataDir, Host: host, Port: port, Name: f.Name, Cluster: cl, Logger: g.Log, TLS: broker.TLSFiles{Cert: f.TLSCert, Key: f.TLSKey}}
+	cfg := embedded.Config{DataDir: g.DataDir, Host: host, Port: port, Name: f.Name, Cluster: cl, Logger: g.Log, TLS: broker.TLSFiles{Cert: f.TLSCert, Key: f.TLSKey}}
 	var auth *broker.AuthDir
 	if f.AuthDir != "" {
 		if auth, err = broker.OpenAuthDir(f.AuthDir); err != nil {
@@ -82,7 +73,7 @@ func (f *brokerFlags) startServer(g *globals) (*broker.Server, error) {
 	if err := checkExposure(f, host, auth); err != nil {
 		return nil, err
 	}
-	srv, err := broker.NewServer(cfg)
+	srv, err := embedded.New(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -116,7 +107,7 @@ func (f *brokerFlags) startServer(g *globals) (*broker.Server, error) {
 
 // connect opens an in-process connection, with the auth directory's creds
 // file when there is one.
-func (f *brokerFlags) connect(srv *broker.Server, creds string) (*nats.Conn, error) {
+func (f *brokerFlags) connect(srv *embedded.Server, creds string) (*nats.Conn, error) {
 	if f.AuthDir == "" {
 		return srv.Connect()
 	}
@@ -125,10 +116,6 @@ func (f *brokerFlags) connect(srv *broker.Server, creds string) (*nats.Conn, err
 		return nil, fmt.Errorf("--auth-dir: %w", err)
 	}
 	return srv.Connect(opt)
-}
-
-type brokerCmd struct {
-	brokerFlags
 }
 
 func (c *brokerCmd) Run(g *globals) error {
@@ -140,11 +127,6 @@ func (c *brokerCmd) Run(g *globals) error {
 	fmt.Fprintf(g.IO.Err, "warren broker listening on %s (store %s); stop with Ctrl-C\n", srv.ClientURL(), g.DataDir)
 	<-g.Ctx.Done()
 	return nil
-}
-
-type upCmd struct {
-	brokerFlags
-	workerFlags
 }
 
 func (c *upCmd) Run(g *globals) error {
@@ -163,7 +145,7 @@ func (c *upCmd) Run(g *globals) error {
 type upLink struct {
 	g    *globals
 	f    *brokerFlags
-	srv  *broker.Server
+	srv  *embedded.Server
 	stop func()
 	nc   *nats.Conn
 }
@@ -185,4 +167,25 @@ func (l *upLink) open(context.Context) (*nats.Conn, error) {
 func (l *upLink) close() {
 	l.nc.Close()
 	l.stop()
+}
+
+// refuseNATS is for commands that run their own broker, which --nats would
+// otherwise be silently ignored by.
+func (g *globals) refuseNATS(cmd string) error {
+	if g.NATS == "" {
+		return nil
+	}
+	return fmt.Errorf("`warren %s` runs its own broker, so --nats (or WARREN_NATS_URL) %q would be ignored: drop it, or run `warren worker --nats %s` to serve that broker", cmd, g.NATS, g.NATS)
+}
+
+func splitHostPort(addr string) (string, int, error) {
+	host, portStr, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", 0, fmt.Errorf("--listen %q: %w (want host:port)", addr, err)
+	}
+	port, err := strconv.Atoi(portStr)
+	if err != nil || port < 0 || port > 65535 {
+		return "", 0, fmt.Errorf("--listen %q: bad port", addr)
+	}
+	return host, port, nil
 }

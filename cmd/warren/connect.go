@@ -3,16 +3,11 @@ package main
 import (
 	"context"
 	"fmt"
-	"net"
-	"strconv"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/nats-io/nkeys"
-	"github.com/rs/zerolog"
 	"github.com/warrenhq/warren/broker"
-	"github.com/warrenhq/warren/messages"
 )
 
 // session is a client command's connection to the broker, wherever it is.
@@ -21,7 +16,10 @@ type session struct {
 	Creds    *broker.Creds // nil without --creds
 	JS       jetstream.JetStream
 	Embedded bool // an embedded broker was started for this command
-	closers  []func()
+	// localWorker starts an in-process worker on the embedded broker,
+	// stopped when the session closes; nil on a dialed broker.
+	localWorker func(context.Context) error
+	closers     []func()
 }
 
 // Close releases the connection and anything started for it, last first.
@@ -45,8 +43,8 @@ func (g *globals) open(ctx context.Context, name string, needWorker bool) (*sess
 		s.Close()
 		return nil, err
 	}
-	if needWorker && s.Embedded {
-		if err := g.startLocalWorker(ctx, s); err != nil {
+	if needWorker && s.localWorker != nil {
+		if err := s.localWorker(ctx); err != nil {
 			s.Close()
 			return nil, err
 		}
@@ -67,38 +65,7 @@ func (g *globals) connect(ctx context.Context, name string) (*session, error) {
 	if g.Creds != "" {
 		return nil, fmt.Errorf("--creds is for an authenticated broker, and none was named: pass --nats (or WARREN_NATS_URL)")
 	}
-	s := &session{}
-	srv, err := broker.NewServer(broker.Config{DataDir: g.DataDir, DontListen: true, Logger: g.Log.Level(max(g.Log.GetLevel(), zerolog.WarnLevel))})
-	if err != nil {
-		return nil, err
-	}
-	if err := srv.Start(ctx); err != nil {
-		return nil, err
-	}
-	s.closers = append(s.closers, srv.Stop)
-	nc, err := srv.Connect(nats.Name(name))
-	if err != nil {
-		s.Close()
-		return nil, err
-	}
-	s.closers = append(s.closers, nc.Close)
-	s.NC, s.Embedded = nc, true
-	g.Log.Debug().Str("data_dir", g.DataDir).Msg("no broker reachable: using an embedded one")
-	return s, nil
-}
-
-// dialChecked connects to the broker at url, which must be the server of
-// rec when one is given, and sets up the streams.
-func (g *globals) dialChecked(ctx context.Context, url, name string, rec *brokerRecord) (*session, error) {
-	s, err := g.dialRecorded(ctx, url, name, rec)
-	if err != nil {
-		return nil, err
-	}
-	if err := s.init(ctx); err != nil {
-		s.Close()
-		return nil, err
-	}
-	return s, nil
+	return g.embeddedSession(ctx, name)
 }
 
 // dialRecorded connects to the broker at url, which must be the server of
@@ -150,51 +117,4 @@ func setupStreams(ctx context.Context, nc *nats.Conn) error {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	return broker.Setup(ctx, js, broker.StreamConfig{})
-}
-
-// startLocalWorker runs an in-process worker on an embedded broker, with
-// the default (fail-closed) isolation, stopped when the session closes.
-func (g *globals) startLocalWorker(ctx context.Context, s *session) error {
-	// A key of its own for secrets: the broker does not listen, so the key
-	// it publishes in the registry can only be this worker's.
-	key, err := nkeys.CreateCurveKeys()
-	if err != nil {
-		return err
-	}
-	f := workerFlags{Pool: messages.DefaultPool, Profiles: []string{messages.DefaultProfile}, Isolation: "auto", pullWait: 250 * time.Millisecond, sealKey: key}
-	quiet := *g
-	quiet.Log = g.Log.Level(max(g.Log.GetLevel(), zerolog.WarnLevel))
-	h, err := newHost(&quiet, f, sessionLink{s})
-	if err == nil {
-		err = h.Start(ctx)
-	}
-	if err != nil {
-		return fmt.Errorf("no broker is running, and an in-process worker could not start: %w", err)
-	}
-	s.closers = append(s.closers, func() {
-		stopCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = h.Stop(stopCtx)
-	})
-	return nil
-}
-
-// sessionLink is the link of a client's in-process worker: the client's
-// session owns the embedded broker and the connection, and closes them
-// after the host has stopped.
-type sessionLink struct{ s *session }
-
-func (l sessionLink) open(context.Context) (*nats.Conn, error) { return l.s.NC, nil }
-func (sessionLink) close()                                     {}
-
-func splitHostPort(addr string) (string, int, error) {
-	host, portStr, err := net.SplitHostPort(addr)
-	if err != nil {
-		return "", 0, fmt.Errorf("--listen %q: %w (want host:port)", addr, err)
-	}
-	port, err := strconv.Atoi(portStr)
-	if err != nil || port < 0 || port > 65535 {
-		return "", 0, fmt.Errorf("--listen %q: bad port", addr)
-	}
-	return host, port, nil
 }

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/warrenhq/warren/broker"
 )
 
 // brokerRecordFile is where `warren up` and `warren broker` record, in
@@ -33,9 +32,16 @@ type brokerRecord struct {
 
 func recordPath(dataDir string) string { return filepath.Join(dataDir, brokerRecordFile) }
 
+// recordedServer is what a broker record names: a running server
+// (*embedded.Server).
+type recordedServer interface {
+	ClientURL() string
+	ID() string
+}
+
 // writeBrokerRecord records srv in dataDir (atomically) and returns a func
 // that removes the record again if it is still srv's.
-func writeBrokerRecord(dataDir string, srv *broker.Server) (func(), error) {
+func writeBrokerRecord(dataDir string, srv recordedServer) (func(), error) {
 	rec := brokerRecord{URL: dialable(srv.ClientURL()), ServerID: srv.ID(), PID: os.Getpid(), StartedAt: time.Now().UTC()}
 	data, err := json.MarshalIndent(rec, "", "  ")
 	if err != nil {
@@ -124,13 +130,4 @@ func checkRecorded(nc *nats.Conn, rec *brokerRecord, dataDir string) error {
 	}
 	return fmt.Errorf("the broker recorded in %s (pid %d) is not the server answering at %s; pass --nats to choose a broker explicitly",
 		recordPath(dataDir), rec.PID, rec.URL)
-}
-
-// refuseNATS is for commands that run their own broker, which --nats would
-// otherwise be silently ignored by.
-func (g *globals) refuseNATS(cmd string) error {
-	if g.NATS == "" {
-		return nil
-	}
-	return fmt.Errorf("`warren %s` runs its own broker, so --nats (or WARREN_NATS_URL) %q would be ignored: drop it, or run `warren worker --nats %s` to serve that broker", cmd, g.NATS, g.NATS)
 }

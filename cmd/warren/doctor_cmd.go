@@ -1,3 +1,5 @@
+//go:build !client
+
 package main
 
 import (
@@ -5,15 +7,6 @@ import (
 
 	"github.com/warrenhq/warren/sandbox"
 )
-
-// doctorCmd launches a probe sandbox and reports what this host supports;
-// with a broker named (--nats, WARREN_NATS_URL, or the one `warren up`
-// recorded), also the broker side: TLS, auth, JetStream, cluster size,
-// and each stream's replicas and compatibility.
-type doctorCmd struct {
-	sandboxHostFlags
-	Disk string `help:"The disk limit the host's worker runs tasks with (its --disk): the probe sandboxes run with it, so a mode that cannot enforce it is not reported usable." default:"1G" placeholder:"SIZE"`
-}
 
 func (c *doctorCmd) Run(g *globals) error {
 	disk, err := parseDisk(c.Disk)

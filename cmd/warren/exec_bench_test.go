@@ -86,29 +86,33 @@ func percentile(d []time.Duration, p float64) time.Duration {
 	return s[min(len(s)-1, int(float64(len(s))*p))]
 }
 
-// buildWarren builds warren, warren-sandbox-init and warren-sandbox-agent
-// (next to it, where the worker looks for them, as make build puts them) for a benchmark, and the environment to run
-// them with: a data dir of their own, warnings only.
-func buildWarren(b *testing.B) (string, []string) {
-	dir := b.TempDir()
-	require.NoError(b, os.Chmod(dir, 0o755))
+// buildWarren builds the binaries as make build does, side by side: warren
+// (the client build, -tags client), warren-host (the full build, which
+// warren execs for up, broker, worker, doctor and the embedded fallback),
+// warren-sandbox-init and warren-sandbox-agent (where the worker and
+// `warren sandbox run` look for them); and the environment to run them
+// with: a data dir of their own, warnings only.
+func buildWarren(tb testing.TB) (string, []string) {
+	dir := tb.TempDir()
+	require.NoError(tb, os.Chmod(dir, 0o755))
 	warren := filepath.Join(dir, "warren")
 	for _, build := range [][]string{
-		{"build", "-o", warren, "github.com/warrenhq/warren/cmd/warren"},
+		{"build", "-tags", "client", "-o", warren, "github.com/warrenhq/warren/cmd/warren"},
+		{"build", "-o", filepath.Join(dir, "warren-host"), "github.com/warrenhq/warren/cmd/warren"},
 		{"build", "-o", filepath.Join(dir, "warren-sandbox-init"), "github.com/warrenhq/warren/cmd/warren-sandbox-init"},
 		{"build", "-o", filepath.Join(dir, "warren-sandbox-agent"), "github.com/warrenhq/warren/cmd/warren-sandbox-agent"},
 	} {
 		cmd := exec.Command("go", build...)
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		out, err := cmd.CombinedOutput()
-		require.NoError(b, err, "go %s: %s", strings.Join(build, " "), out)
+		require.NoError(tb, err, "go %s: %s", strings.Join(build, " "), out)
 	}
 	return warren, append(os.Environ(), "WARREN_DATA_DIR="+filepath.Join(dir, "data"), "WARREN_LOG_LEVEL=warn")
 }
 
 // startProcess runs cmd until the benchmark ends (then SIGTERM) and waits
 // until its stderr shows ready.
-func startProcess(b *testing.B, cmd *exec.Cmd, ready string) *exec.Cmd {
+func startProcess(b testing.TB, cmd *exec.Cmd, ready string) *exec.Cmd {
 	stderr, err := cmd.StderrPipe()
 	require.NoError(b, err)
 	require.NoError(b, cmd.Start())

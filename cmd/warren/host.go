@@ -1,3 +1,5 @@
+//go:build !client
+
 package main
 
 import (
@@ -300,3 +302,6 @@ func selfTest(ctx context.Context, r *sandbox.Runner) (string, error) {
 	}
 	return res.InForce, nil
 }
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"

@@ -1,5 +1,12 @@
-// Command warren is Warren's single binary: broker, worker, scheduler
+// Command warren is Warren's command line: broker, worker, scheduler
 // client, sandbox runner and doctor. See `warren --help`.
+//
+// It builds two binaries. `go build -tags client` is warren, the client
+// users run: it links no embedded broker, worker, Prometheus or checkers,
+// so it starts fast, and hands the commands that need them (up, broker,
+// worker, doctor, and any client command when no broker runs) to
+// warren-host by exec (host_exec.go). Without the tag it is warren-host,
+// every command in-process.
 package main
 
 import (
@@ -67,6 +74,9 @@ type globals struct {
 	HardCtx context.Context `kong:"-"`
 	Log     zerolog.Logger  `kong:"-"`
 	IO      stdio           `kong:"-"`
+	// Args is the command line (without the program name), for warren-host
+	// when the client build hands a command over to it (host_exec.go).
+	Args []string `kong:"-"`
 
 	NATS          string        `name:"nats" env:"WARREN_NATS_URL" help:"NATS URL of the broker (e.g. nats://host:4222). Without it, the broker that warren up or warren broker recorded in --data-dir is used while it runs, else client commands start an embedded one in --data-dir. No other local port is ever tried."`
 	RetryFor      time.Duration `name:"retry-for" env:"WARREN_RETRY_FOR" default:"2m" help:"How long a client command keeps retrying while the broker is unavailable (restarting, reconnecting, electing a stream leader) before it gives up; publications are retried with the same message id, so nothing is queued twice."`
@@ -172,10 +182,38 @@ func run(ctx, hard context.Context, args []string, io stdio) error {
 	if kctx == nil { // --help
 		return nil
 	}
-	c.Ctx, c.HardCtx, c.IO = ctx, hard, io
+	c.Ctx, c.HardCtx, c.IO, c.Args = ctx, hard, io, args
 	c.Log = newLogger(io.Err, c.LogLevel)
+	if !isOffline(kctx) {
+		if err := c.hostIfNoBroker(); err != nil {
+			return err
+		}
+	}
 	return kctx.Run(c)
 }
+
+// offline is a command that never reaches a broker, so the client build
+// runs it even when no broker runs (see hostIfNoBroker). A command not
+// marked reaching none only costs that build an exec of warren-host.
+type offline interface{ offline() }
+
+func isOffline(kctx *kong.Context) bool {
+	sel := kctx.Selected()
+	if sel == nil || !sel.Target.CanAddr() {
+		return false
+	}
+	_, ok := sel.Target.Addr().Interface().(offline)
+	return ok
+}
+
+func (*sandboxRunCmd) offline() {}
+func (*authInitCmd) offline()   {}
+func (*authAddCmd) offline()    {}
+func (*authWorkerCmd) offline() {}
+func (*authLsCmd) offline()     {}
+func (*authRevokeCmd) offline() {}
+func (*keysInitCmd) offline()   {}
+func (*keysShowCmd) offline()   {}
 
 // kongExit carries kong's requested exit (after --help) out of Parse.
 type kongExit int

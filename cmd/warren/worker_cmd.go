@@ -1,36 +1,14 @@
+//go:build !client
+
 package main
 
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nkeys"
 	"github.com/warrenhq/warren/broker"
 )
-
-// workerFlags configure a worker; shared by `worker` and `up`.
-type workerFlags struct {
-	Capacity            int           `help:"Sandbox slots: the most tasks this host runs at once. 0 means one per CPU." default:"0"`
-	Disk                string        `help:"Disk limit of each task's home (a tmpfs: held in memory), also the most a task's limits.disk_bytes may ask; 'unbounded' leaves homes on the host's disk. --capacity × --disk must fit the host's memory and swap." default:"1G" placeholder:"SIZE"`
-	Pool                string        `help:"Worker pool to serve." default:"default"`
-	Profiles            []string      `name:"profile" help:"Exec profiles served (repeatable)." default:"default"`
-	UnixSocketProfiles  []string      `name:"unix-socket-profile" help:"Exec profile (one of --profile, repeatable) whose tasks and sandboxes may create AF_UNIX sockets, for programs serving a unix socket in their own home. Needs namespace or layered isolation. Default: none (socket(AF_UNIX) refused)."`
-	Isolation           string        `help:"Sandbox mode: auto (strongest available, refuse if none), namespace, landlock, or none (needs --insecure-no-isolation)." enum:"auto,namespace,landlock,none" default:"auto"`
-	InsecureNoIsolation bool          `name:"insecure-no-isolation" help:"Allow --isolation=none: tasks run WITHOUT a sandbox (timeouts, process-group kill, output caps and a cleared environment only). Never for untrusted code."`
-	HostID              string        `name:"host-id" help:"Name of this host in results and the registry (default: hostname-pid)."`
-	VerifyProfiles      string        `name:"verify-profiles" help:"Verify profiles file (see deploy/profiles.yaml). Defaults to the built-in coq profiles. Profiles whose checker is not installed are not offered." type:"path"`
-	SealKey             string        `name:"seal-key" env:"WARREN_SEAL_KEY" help:"The pool's seed file (warren keys init) that opens tasks' sealed secrets. Without it, a task with secrets gets a secrets_unavailable result." type:"path"`
-	MetricsListen       string        `name:"metrics-listen" help:"Serve Prometheus metrics (/metrics) and health checks (/healthz, /readyz) on this host:port, e.g. 127.0.0.1:9464. Off by default."`
-	NoVerdictCache      bool          `name:"no-verdict-cache" help:"Check every proof, never answering one from the shared verdict cache (bucket warren_verdicts)."`
-	DrainTimeout        time.Duration `name:"drain-timeout" help:"On the first SIGTERM/SIGINT, how long running tasks may finish before they are cancelled and handed back to the queue." default:"5m"`
-	sandboxHostFlags
-	sessionFlags
-
-	pullWait time.Duration // shorter for a client's short-lived in-process worker
-	sealKey  nkeys.KeyPair // used when SealKey (a file) is not given
-}
 
 // dialedLink is `warren worker`'s link: a remote broker, dialed at Start.
 type dialedLink struct {
@@ -50,10 +28,6 @@ func (l *dialedLink) open(ctx context.Context) (*nats.Conn, error) {
 }
 
 func (l *dialedLink) close() { l.sess.Close() }
-
-type workerCmd struct {
-	workerFlags
-}
 
 func (c *workerCmd) Run(g *globals) error {
 	url, rec, err := g.target()
@@ -75,5 +49,16 @@ func (c *workerCmd) Run(g *globals) error {
 	return h.serve(g, nil)
 }
 
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "dev"
+// dialChecked connects to the broker at url, which must be the server of
+// rec when one is given, and sets up the streams.
+func (g *globals) dialChecked(ctx context.Context, url, name string, rec *brokerRecord) (*session, error) {
+	s, err := g.dialRecorded(ctx, url, name, rec)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.init(ctx); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}

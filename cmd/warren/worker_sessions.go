@@ -1,24 +1,15 @@
+//go:build !client
+
 package main
 
 import (
 	"context"
 	"errors"
 	"sync"
-	"time"
 
 	sbxsession "github.com/warrenhq/warren/sandbox/session"
 	"github.com/warrenhq/warren/worker"
 )
-
-// sessionFlags configure the sandbox sessions a worker serves.
-type sessionFlags struct {
-	SessionRoot    string        `name:"session-root" help:"Directory for sandbox session homes (default: $TMPDIR/warren-sessions)." type:"path"`
-	SessionKeyFile string        `name:"session-key-file" help:"Hex key (at least 32 bytes: openssl rand -hex 32) that signs sandbox tokens; default: a random key per start. Changing it invalidates every token." type:"path"`
-	SessionIdle    time.Duration `name:"session-idle" help:"Default idle timeout of a sandbox." default:"10m"`
-	SessionTTL     time.Duration `name:"session-ttl" help:"Default lifetime of a sandbox." default:"1h"`
-	SessionMaxTTL  time.Duration `name:"session-max-ttl" help:"Longest lifetime a create may ask for." default:"24h"`
-	SessionAgent   string        `name:"session-agent" env:"WARREN_SESSION_AGENT" help:"The sandbox session agent binary (static; make build puts it next to warren). Default: warren-sandbox-agent next to the warren binary." type:"path"`
-}
 
 // sessions is the host's sandbox sessions on w, or nil when it serves
 // none: every worker serves them through the real primitive (under

@@ -1,4 +1,4 @@
-package broker
+package embedded
 
 import (
 	"cmp"
@@ -11,6 +11,8 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/rs/zerolog"
+
+	"github.com/warrenhq/warren/broker"
 )
 
 // Config configures an embedded broker.
@@ -47,7 +49,7 @@ type Config struct {
 	// TLS in ConfigFile). TLS.CA is not used by the server: client
 	// certificates are not asked for (clients authenticate with nkeys).
 	// Defaults to no TLS.
-	TLS TLSFiles
+	TLS broker.TLSFiles
 	// ReloadInterval is how often ConfigFile is checked for changes.
 	// Defaults to 1s.
 	ReloadInterval time.Duration
@@ -64,10 +66,6 @@ type ClusterConfig struct {
 	// Routes are the other nodes' route URLs (nats-route://host:port).
 	Routes []string
 }
-
-// DefaultPort is where `warren broker` and `warren up` listen and where
-// clients look for a local broker.
-const DefaultPort = 4222
 
 func (c Config) withDefaults() Config {
 	c.Name = cmp.Or(c.Name, "warren")
@@ -95,6 +93,9 @@ func (c Config) validate() error {
 	return nil
 }
 
+// DefaultPort is where `warren broker` and `warren up` listen.
+const DefaultPort = 4222
+
 // Server is an embedded nats-server with JetStream.
 type Server struct {
 	cfg Config
@@ -109,8 +110,8 @@ type Server struct {
 	watching  sync.WaitGroup
 }
 
-// NewServer checks the config; nothing runs until Start.
-func NewServer(cfg Config) (*Server, error) {
+// New checks the config; nothing runs until Start.
+func New(cfg Config) (*Server, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, err

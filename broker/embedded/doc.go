@@ -1,0 +1,42 @@
+// Package embedded runs Warren's embedded nats-server with JetStream: the
+// broker of `warren up` and `warren broker`, the in-process broker a client
+// command falls back to when none runs, and the broker of every test
+// (broker/brokertest). It is the only package that links
+// github.com/nats-io/nats-server/v2/server; package broker (client side:
+// Connect, Setup, auth config generation) does not, so the client binary
+// (`go build -tags client ./cmd/warren`) links neither.
+//
+// # Model
+//
+// [New] checks a [Config] and starts nothing; [Server.Start] runs the
+// server, JetStream stored under Config.DataDir/jetstream, and returns once
+// it accepts connections; [Server.Stop] shuts it down and waits (idempotent,
+// safe before Start). A server listens on Config.Host:Port (loopback:4222 by
+// default), or on nothing with DontListen, reached then only by
+// [Server.Connect]'s in-process connections. Config.Cluster joins it to a
+// cluster of embedded servers: brokertest.StartCluster runs three on
+// loopback. Config.ConfigFile (the server.conf of `warren auth init`, from
+// package broker) brings accounts, users, permissions and TLS; Config's
+// listen address, store and payload limit go over it. Config.TLS serves TLS
+// with a certificate and key (over any TLS in ConfigFile).
+//
+// # Failure handling
+//
+// [Server.Start] returns an error if the server is not ready for
+// connections within Config.ReadyTimeout (or ctx's deadline, if sooner),
+// naming the port and the data dir; the JetStream file store in
+// Config.DataDir survives restarts, so a broker stopped mid-batch resumes
+// where it was. ConfigFile is re-read when its modification time changes
+// (every Config.ReloadInterval): a revoked user is disconnected, a new
+// tenant can connect; a file that fails to load is logged and the running
+// configuration kept. [Server.Reload] re-reads it at once and returns the
+// error.
+//
+// # Limits
+//
+// MaxPayload defaults to 8 MiB (a stock nats-server's is 1 MiB). The
+// server's own signal handling and logging are off (NoSigs, NoLog): the
+// process that embeds it owns signals, and lifecycle logs go to
+// Config.Logger. Client certificates are not asked for: clients
+// authenticate with nkeys.
+package embedded

@@ -1,0 +1,175 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"github.com/warrenhq/warren/broker/brokertest"
+)
+
+// The client build must not link what makes warren-host slow to start:
+// the embedded nats-server, Prometheus, the worker.
+func TestClientBuildLinksNoHostPackages(t *testing.T) {
+	hostOnly := []string{
+		"github.com/nats-io/nats-server/v2/server",
+		"github.com/prometheus/client_golang/prometheus",
+		"github.com/warrenhq/warren/worker",
+		"github.com/warrenhq/warren/broker/embedded",
+	}
+	deps := func(pkg string, tags ...string) map[string]bool {
+		args := append([]string{"list", "-deps"}, tags...)
+		out, err := exec.Command("go", append(args, pkg)...).CombinedOutput()
+		require.NoError(t, err, "go list: %s", out)
+		m := map[string]bool{}
+		for _, p := range strings.Fields(string(out)) {
+			m[p] = true
+		}
+		return m
+	}
+	client, host := deps("github.com/warrenhq/warren/cmd/warren", "-tags", "client"), deps("github.com/warrenhq/warren/cmd/warren")
+	for _, p := range hostOnly {
+		require.True(t, host[p], "warren-host should link %s (else this test checks nothing)", p)
+		require.False(t, client[p], "the client build links %s: `go list -deps -tags client ./cmd/warren` shows the path", p)
+	}
+	// Client code links no server through the broker package.
+	for _, pkg := range []string{"github.com/warrenhq/warren/broker", "github.com/warrenhq/warren/scheduler"} {
+		require.False(t, deps(pkg)[hostOnly[0]], "%s links %s", pkg, hostOnly[0])
+	}
+}
+
+// warren (the client build) hands up, the embedded fallback and the like
+// to warren-host beside it, and runs exec and sandbox run itself.
+func TestClientBinaryExecsTheHost(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binaries")
+	}
+	warren, env := buildWarren(t)
+	host := filepath.Join(filepath.Dir(warren), "warren-host")
+	// run is bin's stdout, and its exit status; stderr is logged (the
+	// in-process worker warns that go test's temp dir is private to root)
+	// and, on a failure, returned instead.
+	var stdin string // for the next run only
+	run := func(env []string, bin string, args ...string) (string, int) {
+		cmd := withEnv(exec.Command(bin, args...), env)
+		cmd.Stdin, stdin = strings.NewReader(stdin), ""
+		var stdout, stderr strings.Builder
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		t.Logf("%s %v: stderr: %s", filepath.Base(bin), args, stderr.String())
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return stdout.String() + stderr.String(), ee.ExitCode()
+		}
+		require.NoError(t, err, "%s %v: %s", bin, args, stderr.String())
+		return stdout.String(), 0
+	}
+
+	t.Run("help is warren-host's", func(t *testing.T) {
+		for _, args := range [][]string{{"up", "--help"}, {"worker", "--help"}, {"exec", "--help"}} {
+			c, cc := run(env, warren, args...)
+			h, hc := run(env, host, args...)
+			require.Equal(t, 0, cc)
+			require.Equal(t, hc, cc)
+			require.Equal(t, h, c, "warren %v", args)
+			require.Contains(t, c, "Usage: warren "+args[0])
+		}
+	})
+
+	t.Run("sandbox run stays in the client", func(t *testing.T) {
+		out, code := run(env, warren, "sandbox", "run", "--", "/bin/echo", "ok")
+		require.Equal(t, 0, code, out)
+		require.Equal(t, "ok\n", out)
+	})
+
+	t.Run("exec with no broker runs in warren-host's embedded broker", func(t *testing.T) {
+		fresh := append(env, "WARREN_DATA_DIR="+t.TempDir())
+		out, code := run(fresh, warren, "exec", "--", "echo", "hi")
+		require.Equal(t, 0, code, out)
+		require.Equal(t, "hi\n", out)
+		out, code = run(fresh, warren, "exec", "--", "sh", "-c", "exit 3")
+		require.Equal(t, 3, code, out)
+		// warren-host is chosen before the command reads its stdin.
+		stdin = "from stdin\n"
+		out, code = run(fresh, warren, "exec", "--stdin", "--", "cat")
+		require.Equal(t, 0, code, out)
+		require.Equal(t, "from stdin\n", out)
+	})
+
+	t.Run("up execs warren-host; exec reaches it", func(t *testing.T) {
+		port := brokertest.FreePorts(t, 1)[0]
+		up := startProcess(t, withEnv(exec.Command(warren, "up", "--capacity", "2", "--listen", fmt.Sprintf("127.0.0.1:%d", port), "--cluster-listen", "127.0.0.1:0"), env), "worker ready")
+		exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", up.Process.Pid))
+		require.NoError(t, err)
+		require.Equal(t, host, exe, "warren up should have become warren-host")
+		out, code := run(env, warren, "exec", "--", "echo", "hi")
+		require.Equal(t, 0, code, out)
+		require.Equal(t, "hi\n", out)
+		out, code = run(env, warren, "exec", "--", "sh", "-c", "exit 7")
+		require.Equal(t, 7, code, out)
+		rec, err := readBrokerRecord(filepath.Join(filepath.Dir(warren), "data"))
+		require.NoError(t, err)
+		require.NotNil(t, rec)
+		require.Equal(t, up.Process.Pid, rec.PID, "exec should have used the broker warren up recorded")
+		// The signal reaches warren-host itself: it drains and exits 0.
+		require.NoError(t, up.Process.Signal(syscall.SIGTERM))
+		require.NoError(t, up.Wait())
+	})
+
+	t.Run("worker's errors and exit status are warren-host's", func(t *testing.T) {
+		fresh := append(env, "WARREN_DATA_DIR="+t.TempDir())
+		c, cc := run(fresh, warren, "worker")
+		h, hc := run(fresh, host, "worker")
+		require.Equal(t, 1, cc, c)
+		require.Equal(t, hc, cc)
+		require.Equal(t, h, c)
+		require.Contains(t, c, "no broker to serve")
+	})
+
+	t.Run("no warren-host: an error that says what to install", func(t *testing.T) {
+		alone := filepath.Join(t.TempDir(), "warren")
+		data, err := os.ReadFile(warren)
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(alone, data, 0o755))
+		var bare []string
+		for _, kv := range env {
+			if !strings.HasPrefix(kv, "PATH=") && !strings.HasPrefix(kv, hostBinaryEnvName+"=") {
+				bare = append(bare, kv)
+			}
+		}
+		bare = append(bare, "PATH=/usr/bin:/bin", "WARREN_DATA_DIR="+t.TempDir())
+		for args, why := range map[string]string{"up": "needs warren-host", "exec -- true": "no broker is named"} {
+			out, code := run(bare, alone, strings.Fields(args)...)
+			require.Equal(t, 1, code, out)
+			require.Contains(t, out, why)
+			require.Contains(t, out, filepath.Join(filepath.Dir(alone), "warren-host"))
+			require.Contains(t, out, "$PATH")
+			require.Contains(t, out, "$"+hostBinaryEnvName)
+			require.Contains(t, out, "make build")
+		}
+		// Commands that reach no broker run in the client, host or not.
+		out, code := run(bare, alone, "sandbox", "run", "--", "/bin/echo", "ok")
+		require.Equal(t, 0, code, out)
+		require.Equal(t, "ok\n", out)
+		keys := t.TempDir()
+		out, code = run(bare, alone, "keys", "init", "--dir", keys)
+		require.Equal(t, 0, code, out)
+		require.FileExists(t, filepath.Join(keys, "pool-default.pub"))
+		out, code = run(bare, alone, "auth", "init", "--dir", filepath.Join(t.TempDir(), "auth"))
+		require.Equal(t, 0, code, out)
+		// $WARREN_HOST_BINARY is the last place looked.
+		out, code = run(append(bare, hostBinaryEnvName+"="+host), alone, "exec", "--", "echo", "via-env")
+		require.Equal(t, 0, code, out)
+		require.Equal(t, "via-env\n", out)
+	})
+}
+
+// hostBinaryEnvName is host_exec.go's hostBinaryEnv (which only the client
+// build compiles).
+const hostBinaryEnvName = "WARREN_HOST_BINARY"

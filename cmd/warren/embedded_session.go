@@ -1,0 +1,81 @@
+//go:build !client
+
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nkeys"
+	"github.com/rs/zerolog"
+	"github.com/warrenhq/warren/broker/embedded"
+	"github.com/warrenhq/warren/messages"
+)
+
+// embeddedSession is a client command's session when no broker runs: an
+// embedded broker on --data-dir that does not listen, for the command's
+// duration, which can start an in-process worker (the client build execs
+// warren-host instead: host_exec.go).
+func (g *globals) embeddedSession(ctx context.Context, name string) (*session, error) {
+	s := &session{}
+	srv, err := embedded.New(embedded.Config{DataDir: g.DataDir, DontListen: true, Logger: g.Log.Level(max(g.Log.GetLevel(), zerolog.WarnLevel))})
+	if err != nil {
+		return nil, err
+	}
+	if err := srv.Start(ctx); err != nil {
+		return nil, err
+	}
+	s.closers = append(s.closers, srv.Stop)
+	nc, err := srv.Connect(nats.Name(name))
+	if err != nil {
+		s.Close()
+		return nil, err
+	}
+	s.closers = append(s.closers, nc.Close)
+	s.NC, s.Embedded = nc, true
+	s.localWorker = func(ctx context.Context) error { return g.startLocalWorker(ctx, s) }
+	g.Log.Debug().Str("data_dir", g.DataDir).Msg("no broker reachable: using an embedded one")
+	return s, nil
+}
+
+// startLocalWorker runs an in-process worker on an embedded broker, with
+// the default (fail-closed) isolation, stopped when the session closes.
+func (g *globals) startLocalWorker(ctx context.Context, s *session) error {
+	// A key of its own for secrets: the broker does not listen, so the key
+	// it publishes in the registry can only be this worker's.
+	key, err := nkeys.CreateCurveKeys()
+	if err != nil {
+		return err
+	}
+	f := workerFlags{Pool: messages.DefaultPool, Profiles: []string{messages.DefaultProfile}, Isolation: "auto", pullWait: 250 * time.Millisecond, sealKey: key}
+	quiet := *g
+	quiet.Log = g.Log.Level(max(g.Log.GetLevel(), zerolog.WarnLevel))
+	h, err := newHost(&quiet, f, sessionLink{s})
+	if err == nil {
+		err = h.Start(ctx)
+	}
+	if err != nil {
+		return fmt.Errorf("no broker is running, and an in-process worker could not start: %w", err)
+	}
+	s.closers = append(s.closers, func() {
+		stopCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = h.Stop(stopCtx)
+	})
+	return nil
+}
+
+// sessionLink is the link of a client's in-process worker: the client's
+// session owns the embedded broker and the connection, and closes them
+// after the host has stopped.
+type sessionLink struct{ s *session }
+
+func (l sessionLink) open(context.Context) (*nats.Conn, error) { return l.s.NC, nil }
+func (sessionLink) close()                                     {}
+
+// hostIfNoBroker runs before a command that reaches a broker. This build
+// has the embedded broker, so there is nothing to do: the command starts
+// one when it connects and finds none (embeddedSession).
+func (g *globals) hostIfNoBroker() error { return nil }
