@@ -359,14 +359,15 @@ func TestAuthWorkerConsumersConfinedToItsPool(t *testing.T) {
 	f := startAuthFleet(t)
 	d, err := broker.OpenAuthDir(f.dir.Dir)
 	require.NoError(t, err)
+	reloads := f.srv.Reloads()
 	_, err = d.AddWorker("gpu-workers", "gpu")
 	require.NoError(t, err)
 	require.NotEmpty(t, d.State.PoolXKeys["gpu"], "a new pool gets its curve key")
-	var gpu *client
-	require.Eventually(t, func() bool { // the broker reloads the directory
-		gpu, err = f.dial("gpu-workers.creds", f.dir.State.TLS.CA)
-		return err == nil
-	}, 10*time.Second, 20*time.Millisecond, "new worker creds not accepted: %v", err)
+	// Connect once the broker has reloaded the directory, not during the
+	// reload (embedded.Server.Reloads: an upstream data race otherwise).
+	require.Eventually(t, func() bool { return f.srv.Reloads() > reloads }, 10*time.Second, 5*time.Millisecond, "the broker reloads the directory")
+	gpu, err := f.dial("gpu-workers.creds", f.dir.State.TLS.CA)
+	require.NoError(t, err, "new worker creds accepted after the reload")
 	t.Cleanup(gpu.nc.Close)
 	_, err = broker.EnsureConsumer(ctx10(t), gpu.js, "gpu", messages.DefaultProfile, broker.ConsumerConfig{})
 	require.NoError(t, err, "control: its own pool")

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -108,6 +109,7 @@ type Server struct {
 
 	stopWatch chan struct{}
 	watching  sync.WaitGroup
+	reloads   atomic.Int64 // configurations reloaded (Reload)
 }
 
 // New checks the config; nothing runs until Start.

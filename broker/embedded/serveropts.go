@@ -82,8 +82,20 @@ func (s *Server) Reload() error {
 	if err != nil {
 		return err
 	}
-	return ns.ReloadOptions(opts)
+	if err := ns.ReloadOptions(opts); err != nil {
+		return err
+	}
+	s.reloads.Add(1)
+	return nil
 }
+
+// Reloads is how many times the configuration was reloaded (by the
+// ConfigFile watch or Reload). A client that must connect with a
+// configuration just written can wait for it to grow first: nats-server
+// v2.15.2 reads a connecting client's options without its lock while it
+// reloads the authorization (a data race the race detector reports), so
+// connecting during a reload is best avoided.
+func (s *Server) Reloads() int64 { return s.reloads.Load() }
 
 func modTime(path string) time.Time {
 	fi, err := os.Stat(path)
