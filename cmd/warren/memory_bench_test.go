@@ -34,7 +34,9 @@ func BenchmarkWorkerMemory(b *testing.B) {
 	require.NoError(b, err, "%s", out)
 	brokerQueued := rssKB(b, broker.Process.Pid)
 
-	worker := startProcess(b, withEnv(exec.Command(warren, "worker", "--capacity", "64", "--log-level", "info"), env), "worker started")
+	// 64 homes at the default 1 GiB disk limit exceed this host's memory
+	// (homes are tmpfs: the worker refuses to start); 256 MiB each fits.
+	worker := startProcess(b, withEnv(exec.Command(warren, "worker", "--capacity", "64", "--disk", "256M", "--log-level", "info"), env), "worker started")
 	// The warm pool fills in the background: one init per slot.
 	for end := time.Now().Add(30 * time.Second); len(descendants(worker.Process.Pid)) < 64 && time.Now().Before(end); {
 		time.Sleep(100 * time.Millisecond)
