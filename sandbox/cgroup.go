@@ -127,6 +127,14 @@ type runCgroup struct {
 	// parents and threadMove: the cgroupSupport's (cgroup_v1_born.go).
 	parents    map[string]string
 	threadMove bool
+	// A slot's task counters (cgroup_slot.go): the OOM kills before the
+	// task, and v2's memory.peak as reset for the task (peakUnknown: the
+	// reset is refused, no peak is read).
+	oomBase     int
+	peakFile    *os.File
+	peakUnknown bool
+	// limits are the memory and pids limits last written (zero: none).
+	limits [2]int64
 }
 
 func (c cgroupSupport) create(name string, memory, pids int64) (*runCgroup, error) {
@@ -155,6 +163,10 @@ func (cg *runCgroup) setLimits(memory, pids int64) error {
 	if cg == nil {
 		return nil
 	}
+	if cg.limits == [2]int64{memory, pids} {
+		return nil // written already (a slot's next task): nothing else writes them
+	}
+	cg.limits = [2]int64{}
 	var writes [][2]string
 	if cg.version == 1 {
 		// memory+swap too (where swap is accounted), or a run could swap
@@ -182,6 +194,7 @@ func (cg *runCgroup) setLimits(memory, pids int64) error {
 			return err
 		}
 	}
+	cg.limits = [2]int64{memory, pids}
 	return nil
 }
 
@@ -216,7 +229,13 @@ func (cg *runCgroup) needsAttach(born bool) bool {
 
 // peakMemory is the run's peak memory use in bytes (0 when unknown).
 func (cg *runCgroup) peakMemory() int64 {
+	if cg == nil || cg.peakUnknown {
+		return 0
+	}
 	b, err := cg.readMemoryFile("memory.max_usage_in_bytes", "memory.peak")
+	if cg.peakFile != nil {
+		b, err = readAt0(cg.peakFile)
+	}
 	if err != nil {
 		return 0
 	}
@@ -252,6 +271,7 @@ func (cg *runCgroup) remove() error {
 	if cg == nil {
 		return nil
 	}
+	cg.endTask()
 	deadline := time.Now().Add(2 * time.Second)
 	var errs []error
 	for _, dir := range cg.dirs {
@@ -282,5 +302,15 @@ func (cg *runCgroup) oomKills() int {
 	if err != nil {
 		return 0
 	}
-	return int(n)
+	return int(n) - cg.oomBase
+}
+
+// readAt0 reads a small cgroup file through an open descriptor.
+func readAt0(f *os.File) ([]byte, error) {
+	b := make([]byte, 64)
+	n, err := f.ReadAt(b, 0)
+	if n > 0 {
+		err = nil
+	}
+	return b[:n], err
 }

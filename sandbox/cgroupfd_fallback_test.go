@@ -30,10 +30,10 @@ func TestInitStartsWhereClone3IsRefused(t *testing.T) {
 	s, err := startInitIn(init, &syscall.SysProcAttr{}, nil, t.TempDir(), nil, nil, nil)
 	require.NoError(t, err, "the init must start without clone3")
 	t.Cleanup(func() {
-		_ = s.cmd.Process.Kill()
-		_ = s.cmd.Wait()
+		s.proc.kill(nil)
+		_, _ = s.proc.reap()
 		s.close()
 	})
-	require.False(t, s.cmd.SysProcAttr.UseCgroupFD, "started without CLONE_INTO_CGROUP, to be attached by cgroup.procs")
+	require.False(t, s.proc.(cmdInit).cmd.SysProcAttr.UseCgroupFD, "started without CLONE_INTO_CGROUP, to be attached by cgroup.procs")
 	require.False(t, s.bornInCgroup(), "not born in its cgroup: finish must attach it")
 }

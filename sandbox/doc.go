@@ -143,9 +143,12 @@
 // sends the task (argv, env, cwd, rlimits, Landlock layer); the init
 // applies those and execs. Anything else starts cold, and its view gets a
 // pool of its own (at most 4 views; the least recently used is dropped).
-// Each warm sandbox serves exactly one run and is never reused; the pool
-// refills in the background once the run that emptied it is over (so the
-// refill does not compete with it for the CPU). A warm sandbox whose
+// In namespace mode with the Landlock and seccomp layers and bounded
+// homes (Config.Defaults.Disk, as the worker has them) a warm sandbox is
+// a slot, reused task after task ("Slots" below); otherwise each warm
+// sandbox serves exactly one run. The pool refills in the background once
+// the run that emptied it is over (so the refill does not compete with it
+// for the CPU); a slot running a task counts as the pool's. A warm sandbox whose
 // setup fails is discarded with the step logged; the run starts cold. Its
 // stdio are pipes the worker copies to and from the Spec's, so runs whose
 // stdio are *os.File (a terminal), or with Spec.Scratch, start cold. Each
@@ -167,6 +170,54 @@
 // toolchain, network), and when the task arrives enforces it only if the
 // task's policy is equal to the one it was built from (else it builds the
 // task's own): the ~30 path opens and rule calls are off the critical path.
+//
+// # Slots
+//
+// A slot's init builds the view once and stays, as the slot parent
+// (initproc/slot.go): pid 1 of the slot's pid namespace, holding the user,
+// network, UTS and cgroup namespaces, the view's mount namespace, the
+// slot's uid, home directory and cgroup. It never runs a task. For each
+// task the worker sends it, over a SOCK_SEQPACKET socket, the task's stdio
+// and a config and status pipe (SCM_RIGHTS); it forks (no new user
+// namespace, so the clone copies a small static process instead of the
+// worker) a fresh init into new pid, IPC and mount namespaces and hands
+// the worker its pidfd. That child mounts its own /proc, a home tmpfs of
+// the task's disk limit over the slot's home, and the home's .tmp and
+// .shm at /tmp and /dev/shm, sets its oom_score_adj to 1000, builds the
+// task's Landlock ruleset and reports ready; the worker writes the task's
+// files into the fresh home (through /proc/<child>/root, as the slot's
+// uid: the tmpfs belongs to the slot's user namespace), and the child
+// goes on exactly as any warm init: chdir, rlimits, capability drop,
+// Landlock, seccomp, exec. The parent reaps it and reports its wait
+// status, own CPU time and rusage. The worker kills it through the pidfd
+// (wall timeout, cancel), which takes its pid namespace with it.
+//
+// Nothing a task can change outlives it, each for its own reason: its
+// processes die with its pid namespace, and the worker checks the slot's
+// cgroup holds the parent alone before the slot serves again (else the
+// slot is discarded); files die with its home, /tmp and /dev/shm (fresh
+// tmpfs in its mount namespace); mounts with that namespace (and it has
+// no capability to make any); SysV IPC with its IPC namespace;
+// environment, rlimits, Landlock and seccomp are per process and set in
+// the child; keyrings (per uid in the slot's user namespace) are out of
+// reach because the seccomp layer refuses keyctl, add_key and
+// request_key, which is why slots need that layer; abstract unix sockets
+// die with the processes holding them (and Landlock scoping keeps each
+// task from another's); the cgroup's peak memory is reset for each task
+// (v1 memory.max_usage_in_bytes; v2 memory.peak per descriptor, else no
+// cgroup peak is reported) and its OOM kills are counted from the task's
+// start. The hostname and the network namespace's sysctls need
+// capabilities a task never has. TestSlotCarriesNothingOver leaves a trace
+// of each kind (seeing it itself: the control) and the next task on the
+// same slot finds none; docs/security.md has its mutation record.
+//
+// What a slot's task shares with its parent: the cgroup (the parent's
+// few MB count against Limits.Memory; its threads are added to the pids
+// limit and to RLIMIT_NPROC, so the task gets its whole
+// Limits.Processes), the user namespace and uid, and the network
+// namespace (no interface but lo, down unless Network is loopback). A
+// slot whose parent dies, or that cannot start a task, is discarded and
+// its task, which never ran, runs cold.
 //
 // A cold run pays the init's start: the dedicated init is a static ~3 MB
 // binary (x/sys and go-landlock only; the seccomp program arrives

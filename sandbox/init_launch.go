@@ -1,7 +1,6 @@
 package sandbox
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,7 +10,6 @@ import (
 	"os/exec"
 	"runtime"
 	"strconv"
-	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -48,7 +46,7 @@ type initLaunch struct {
 // startedInit is an init cloned into its namespaces and waiting for its
 // config (it blocks reading it, so nothing of the task runs yet).
 type startedInit struct {
-	cmd     *exec.Cmd
+	proc    initProc
 	confW   *os.File // the init's lifeline: closed once the run is over
 	statusR *os.File
 	start   time.Time
@@ -84,14 +82,14 @@ func (r *Runner) launchInit(ctx context.Context, l initLaunch) (*Result, error) 
 	}
 	defer s.close()
 	if l.beforeTask != nil {
-		err := s.prepare(l.cgroup, l.view, l.cfg.Landlock)
+		err := s.prepare(l.cgroup, &initConfig{Prepare: true, NS: l.view, Landlock: l.cfg.Landlock})
 		if err == nil {
-			err = l.beforeTask(s.cmd.Process.Pid)
+			err = l.beforeTask(s.proc.hostPID())
 		}
 		if err != nil {
 			// Before its task the init has started nothing: killing it is enough.
-			_ = s.cmd.Process.Kill()
-			_ = s.cmd.Wait()
+			s.proc.kill(nil)
+			_, _ = s.proc.reap()
 			return nil, err
 		}
 	}
@@ -110,13 +108,16 @@ func killRun(cmd *exec.Cmd, killTree func(*os.Process)) {
 
 // startInit clones the init. The caller's goroutine must be locked to its
 // OS thread until the init is reaped (Pdeathsig).
-func startInit(init initBinary, attr *syscall.SysProcAttr, cg *runCgroup, stdin io.Reader, stdout, stderr io.Writer) (*startedInit, error) {
-	return startInitIn(init, attr, cg, cg.v2Dir(), stdin, stdout, stderr)
+func startInit(init initBinary, attr *syscall.SysProcAttr, cg *runCgroup, stdin io.Reader, stdout, stderr io.Writer, extra ...*os.File) (*startedInit, error) {
+	return startInitIn(init, attr, cg, cg.v2Dir(), stdin, stdout, stderr, extra...)
 }
 
 // startInitIn is startInit with the v2 cgroup to clone into (""
 // for none: v1, or a clone3 refused).
-func startInitIn(init initBinary, attr *syscall.SysProcAttr, cg *runCgroup, cgroupV2Dir string, stdin io.Reader, stdout, stderr io.Writer) (*startedInit, error) {
+//
+// extra are the init's descriptors after its status pipe (a slot
+// parent's socket: initproc.SlotFD).
+func startInitIn(init initBinary, attr *syscall.SysProcAttr, cg *runCgroup, cgroupV2Dir string, stdin io.Reader, stdout, stderr io.Writer, extra ...*os.File) (*startedInit, error) {
 	confR, confW, err := os.Pipe()
 	if err != nil {
 		return nil, &SetupError{Step: "config pipe", Err: err}
@@ -130,11 +131,11 @@ func startInitIn(init initBinary, attr *syscall.SysProcAttr, cg *runCgroup, cgro
 	cmd := &exec.Cmd{
 		Path:        init.exec,
 		Args:        []string{initArg0},
-		Env:         []string{},
+		Env:         initproc.InitEnv,
 		Stdin:       stdin,
 		Stdout:      stdout,
 		Stderr:      stderr,
-		ExtraFiles:  []*os.File{confR, statusW},
+		ExtraFiles:  append([]*os.File{confR, statusW}, extra...),
 		SysProcAttr: attr,
 		// The task's tree dies with its pid namespace; a descriptor held by
 		// something else must not hang Wait.
@@ -155,7 +156,7 @@ func startInitIn(init initBinary, attr *syscall.SysProcAttr, cg *runCgroup, cgro
 		defer unix.Close(fd)
 		attr.UseCgroupFD, attr.CgroupFD = true, fd
 	}
-	s := &startedInit{cmd: cmd, confW: confW, statusR: statusR, start: time.Now()}
+	s := &startedInit{proc: cmdInit{cmd}, confW: confW, statusR: statusR, start: time.Now()}
 	born, err := cg.cloneInside(cmd.Start)
 	s.born = born || attr.UseCgroupFD
 	confR.Close()
@@ -168,7 +169,7 @@ func startInitIn(init initBinary, attr *syscall.SysProcAttr, cg *runCgroup, cgro
 			// the init is then attached through cgroup.procs before it reads
 			// its config (finish and prepare force that).
 			attr.UseCgroupFD, attr.CgroupFD = false, 0
-			return startInitIn(init, attr, cg, "", stdin, stdout, stderr)
+			return startInitIn(init, attr, cg, "", stdin, stdout, stderr, extra...)
 		}
 		return nil, &SetupError{Step: stepStartInit, Path: init.path, Err: err}
 	}
@@ -181,11 +182,10 @@ func startInitIn(init initBinary, attr *syscall.SysProcAttr, cg *runCgroup, cgro
 // finish attaches the init to its cgroup, sends its config, and waits for
 // the task tree to end (on the thread that started the init).
 func (s *startedInit) finish(ctx context.Context, l initLaunch) (*Result, error) {
-	cmd := s.cmd
-	kill := func() { killRun(cmd, l.killTree) }
+	kill := func() { s.proc.kill(l.killTree) }
 	fail := func(err error) (*Result, error) {
 		kill()
-		_ = cmd.Wait()
+		_, _ = s.proc.reap()
 		return nil, err
 	}
 	wall := time.NewTimer(l.spec.Limits.Wall)
@@ -209,7 +209,7 @@ func (s *startedInit) finish(ctx context.Context, l initLaunch) (*Result, error)
 		// Attaching waits for an RCU grace period on cgroup v1 (1-10 ms
 		// on a busy host): the init builds its view meanwhile (prepare),
 		// and the task follows once the init is in its cgroup.
-		if err := s.prepare(l.cgroup, cfg.NS, cfg.Landlock); err != nil {
+		if err := s.prepare(l.cgroup, &initConfig{Prepare: true, NS: cfg.NS, Landlock: cfg.Landlock}); err != nil {
 			if timedOut.Load() || ctx.Err() != nil {
 				return fail(&SetupError{Step: "setup", Err: context.DeadlineExceeded})
 			}
@@ -239,17 +239,16 @@ func (s *startedInit) finish(ctx context.Context, l initLaunch) (*Result, error)
 
 	ended := func() {}
 	if execErr == nil {
-		ended = observeRun(l.spec, cmd.Process.Pid, l.cgroup) // Spec.Started
+		ended = observeRun(l.spec, s.proc.hostPID(), l.cgroup) // Spec.Started
 	}
-	waitExited(cmd.Process.Pid)
-	ownCPU := zombieCPU(cmd.Process.Pid) // before the reap, which frees it
-	waitErr := cmd.Wait()
+	end, waitErr := s.proc.reap()
 	ended()
 	kill() // nothing of the run outlives it
-	if cmd.ProcessState == nil {
-		return nil, errors.Join(errors.New("sandbox: wait"), waitErr)
+	if waitErr != nil {
+		return nil, waitErr
 	}
-	res := resultFromState(cmd.ProcessState, time.Since(s.start))
+	ownCPU := end.ownCPU
+	res := resultFromEnd(end, time.Since(s.start))
 	res.ExecError = execErr
 	switch {
 	case timedOut.Load():
@@ -269,16 +268,17 @@ func (s *startedInit) finish(ctx context.Context, l initLaunch) (*Result, error)
 // cloneInside).
 func (s *startedInit) bornInCgroup() bool { return s.born }
 
-// prepare sends the view (and the Landlock policy to build ahead),
-// attaches the init to its cgroup while the init builds them, and waits
-// until the init reports it built (or names the step that failed). The
-// init runs only its own code before it is in its cgroup: the task comes
-// after prepare, in a second config (finish).
-func (s *startedInit) prepare(cg *runCgroup, ns *nsConfig, policy *landlockPolicy) error {
-	if err := writeJSON(s.confW, &initConfig{Prepare: true, NS: ns, Landlock: policy}); err != nil {
+// prepare sends first, the init's prepare phase (a Config with Prepare:
+// the view, or a slot child's fresh mounts, and the Landlock policy to
+// build ahead), attaches the init to its cgroup while the init builds
+// them, and waits until the init reports it built (or names the step that
+// failed). The init runs only its own code before it is in its cgroup:
+// the task comes after prepare, in a second config (finish).
+func (s *startedInit) prepare(cg *runCgroup, first *initConfig) error {
+	if err := writeJSON(s.confW, first); err != nil {
 		return &SetupError{Step: "send view", Err: err}
 	}
-	if err := cg.attach(s.cmd.Process.Pid, s.bornInCgroup()); err != nil {
+	if err := cg.attach(s.proc.hostPID(), s.bornInCgroup()); err != nil {
 		return &SetupError{Step: "attach cgroup", Err: err}
 	}
 	s.attached = true
@@ -361,28 +361,6 @@ func zombieCPU(pid int) time.Duration {
 	if err != nil {
 		return 0
 	}
-	return statCPU(b)
+	return initproc.StatCPU(b)
 }
 
-// statCPU is utime + stime (fields 14 and 15, clock ticks of 1/100 s)
-// of a /proc/<pid>/stat line; the command name before them may hold
-// spaces and parentheses, so fields are counted after its last ')'.
-func statCPU(b []byte) time.Duration {
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return 0
-	}
-	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 13 {
-		return 0
-	}
-	u, err1 := strconv.ParseInt(f[11], 10, 64)
-	st, err2 := strconv.ParseInt(f[12], 10, 64)
-	if err1 != nil || err2 != nil {
-		return 0
-	}
-	return time.Duration(u+st) * (time.Second / userHZ)
-}
-
-// userHZ is the unit of /proc times (USER_HZ, 100 on Linux's ABI).
-const userHZ = 100

@@ -78,13 +78,17 @@ func (namespaceMode) task(r *Runner, spec Spec, b *box) (*initConfig, Layers) {
 	layers := LayerNamespace
 	// The Landlock layer (nil below the configured ABI floor), applied by
 	// the init after the view is built, with paths as seen inside it.
-	if !r.noLayer.Load() {
+	if r.layered() {
 		if cfg.Landlock = r.layeredLandlock(spec, scratch); cfg.Landlock != nil {
 			layers |= LayerLandlock | LayerSeccomp
 		}
 	}
 	return cfg, layers
 }
+
+// slotted: a task's own pid, IPC and mount namespaces, forked by the
+// slot parent, give it everything else fresh (slot.go).
+func (namespaceMode) slotted() bool { return true }
 
 // killTree: killing the init takes the whole pid namespace with it.
 func (namespaceMode) killTree() func(*os.Process) { return nil }
@@ -193,6 +197,12 @@ func addSystemPath(ns *nsConfig, p string) {
 }
 
 func isUnder(p, dir string) bool { return p == dir || strings.HasPrefix(p, dir+"/") }
+
+// layered says whether namespace-mode runs carry the Landlock and seccomp
+// layers on top (the host's ABI is at least Config.LandlockMinABI).
+func (r *Runner) layered() bool {
+	return !r.noLayer.Load() && landlockABI().require(r.cfg.LandlockMinABI) == nil
+}
 
 // layeredLandlock is the Landlock layer of the namespace mode, with paths
 // as seen inside the new root: the scratch (bound at its host path), the

@@ -2,23 +2,25 @@ package sandbox
 
 import (
 	"os"
-	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
 )
 
-// resultFromState is the Result of a reaped command (the init, or the
-// command itself in mode none).
+// resultFromState is the Result of a reaped command (the command itself
+// in mode none).
 func resultFromState(ps *os.ProcessState, wall time.Duration) *Result {
-	res := &Result{ExitCode: ps.ExitCode(), Wall: wall}
-	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		res.ExitCode = -1
+	return resultFromEnd(endOf(ps), wall)
+}
+
+// resultFromEnd is the Result of an ended init or command.
+func resultFromEnd(e initEnd, wall time.Duration) *Result {
+	res := &Result{ExitCode: -1, Wall: wall, CPU: e.cpu, PeakMemory: e.maxRSS}
+	switch ws := e.status; {
+	case ws.Exited():
+		res.ExitCode = ws.ExitStatus()
+	case ws.Signaled():
 		res.Signal = unix.SignalName(ws.Signal())
-	}
-	res.CPU = ps.UserTime() + ps.SystemTime()
-	if ru, ok := ps.SysUsage().(*syscall.Rusage); ok {
-		res.PeakMemory = ru.Maxrss * 1024
 	}
 	return res
 }

@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"context"
+	"errors"
 )
 
 // The run skeleton, one for every isolated mode, cold or warm:
@@ -28,6 +29,11 @@ func (r *Runner) runIsolated(ctx context.Context, m mode, spec Spec) (*Result, e
 	var err error
 	if w != nil {
 		res, layers, err = r.runWarm(ctx, m, spec, w)
+		if errors.Is(err, errSlotGone) {
+			// The task never ran in it: run it cold.
+			r.log.Warn().Err(err).Msg("a warm slot could not take its task and was discarded; the task runs cold")
+			res, layers, err = r.runCold(ctx, m, spec)
+		}
 	} else {
 		res, layers, err = r.runCold(ctx, m, spec)
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/warrenhq/warren/sandbox/initproc"
 )
 
 // TestLimitOverrunsSayWhichLimit: a CPU-time overrun ends timed out with
@@ -83,7 +84,7 @@ func TestStatCPU(t *testing.T) {
 		{"garbage", "no parenthesis", 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			require.Equal(t, tc.want, statCPU([]byte(tc.stat)))
+			require.Equal(t, tc.want, initproc.StatCPU([]byte(tc.stat)))
 		})
 	}
 }

@@ -53,6 +53,11 @@ func usageModes() []usageMode {
 			waitWarm(t, r, Spec{}, 1)
 			return r, IsolationNamespace
 		}},
+		{"namespace slot", true, func(t *testing.T) (*Runner, Isolation) {
+			r := slotRunner(t, 1)
+			waitSlots(t, r, 1)
+			return r, IsolationNamespace
+		}},
 		{"namespace without cgroup", false, func(t *testing.T) (*Runner, Isolation) { return noCgroups(nsRunner(t)), IsolationNamespace }},
 		{"landlock cold", false, func(t *testing.T) (*Runner, Isolation) {
 			llRequire(t, landlockMinABIDefault)

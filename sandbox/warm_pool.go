@@ -38,7 +38,10 @@ type warmState struct {
 type warmPool struct {
 	ready    chan *warmSandbox
 	starting int
-	used     time.Time
+	// lent counts its slots running a task: they come back (returnWarm),
+	// so a refill counts them as the pool's.
+	lent int
+	used time.Time
 }
 
 // startWarm creates the warm pool of the default view (Config.Defaults,
@@ -93,6 +96,10 @@ func (r *Runner) takeWarm(spec Spec, k warmKey) (w *warmSandbox, refill func()) 
 	p.used = time.Now()
 	select {
 	case w = <-p.ready:
+		if w.slot != nil {
+			p.lent++
+			w.lentFrom = p
+		}
 	default:
 	}
 	return w, func() {
@@ -150,7 +157,7 @@ func (r *Runner) prestart(k warmKey) bool {
 	ws := &r.warm
 	ws.mu.Lock()
 	p := ws.pools[k]
-	if ws.closed || ws.disabled[k.mode] || p == nil || p.starting+len(p.ready) >= cap(p.ready) {
+	if ws.closed || ws.disabled[k.mode] || p == nil || p.starting+p.lent+len(p.ready) >= cap(p.ready) {
 		ws.mu.Unlock()
 		return false
 	}
@@ -185,6 +192,35 @@ func (r *Runner) prestart(k warmKey) bool {
 	}
 	p.ready <- w // never blocks: starting+len(ready) < cap was held
 	return true
+}
+
+// returnWarm offers a slot back to its pool after a task; false when the
+// pool is gone (evicted, closed) or full: the caller then discards it.
+func (r *Runner) returnWarm(w *warmSandbox) bool {
+	ws := &r.warm
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	p := w.lentFrom
+	ws.unlendLocked(w)
+	if ws.closed || p == nil || ws.pools[w.key] != p || len(p.ready) >= cap(p.ready) {
+		return false
+	}
+	p.ready <- w
+	return true
+}
+
+// unlendWarm records that a lent slot will not come back (discarded).
+func (r *Runner) unlendWarm(w *warmSandbox) {
+	r.warm.mu.Lock()
+	defer r.warm.mu.Unlock()
+	r.warm.unlendLocked(w)
+}
+
+func (ws *warmState) unlendLocked(w *warmSandbox) {
+	if w.lentFrom != nil {
+		w.lentFrom.lent--
+		w.lentFrom = nil
+	}
 }
 
 // closeWarm kills and reaps every warm sandbox and waits for the refills

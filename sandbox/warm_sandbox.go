@@ -2,6 +2,8 @@ package sandbox
 
 import (
 	"context"
+	"fmt"
+	"os"
 	"runtime"
 	"syscall"
 	"time"
@@ -22,12 +24,22 @@ import (
 
 // warmSandbox is one sandbox waiting for its task, served by its own
 // goroutine locked to the OS thread that cloned the init (the init's
-// Pdeathsig is tied to that thread).
+// Pdeathsig is tied to that thread). A slot (slot.go) serves task after
+// task and goes back to its pool after each; any other serves one.
 type warmSandbox struct {
 	mode mode
 	box
 	pid  int           // the init's host pid
-	jobs chan warmJob  // one job; closed to discard the sandbox
+	key  warmKey       // the pool it goes back to (a slot)
+	slot *slotParent   // nil: not a slot, the init runs the one task itself
+	// lentFrom is the pool a slot running a task came from (warm_pool.go,
+	// guarded by its mutex).
+	lentFrom *warmPool
+	// parentTasks are a slot parent's own threads before the task, which
+	// the task's process limits count on top of (cgroup_slot.go).
+	parentTasks int64
+	view        *nsConfig // the view a slot's parent built (its tasks keep what /tmp covers)
+	jobs chan warmJob  // a job at a time; closed to discard the sandbox
 	done chan struct{} // closed once the init is reaped and torn down
 }
 
@@ -51,10 +63,19 @@ func (r *Runner) newWarm(k warmKey, hook func(*nsConfig)) (*warmSandbox, error) 
 	if err != nil {
 		return nil, err
 	}
-	w := &warmSandbox{mode: m, box: *b, jobs: make(chan warmJob, 1), done: make(chan struct{})}
+	w := &warmSandbox{mode: m, box: *b, key: k, view: plan.view, jobs: make(chan warmJob, 1), done: make(chan struct{})}
 	policy := warmPolicy(r, m, k, b) // built by the init ahead of the task
+	var slotEnd *os.File
+	if r.slots(m) {
+		// A slot: its tasks' inits build the policy, not the parent.
+		if w.slot, slotEnd, err = newSlotSocket(); err != nil {
+			r.giveBack(m, b)
+			return nil, err
+		}
+		policy = nil
+	}
 	ready := make(chan error, 1)
-	go w.serve(r, plan.attr, plan.view, policy, ready)
+	go w.serve(r, plan.attr, plan.view, policy, slotEnd, ready)
 	if err := <-ready; err != nil {
 		<-w.done // reaped and torn down by serve
 		return nil, err
@@ -73,19 +94,34 @@ func warmPolicy(r *Runner, m mode, k warmKey, b *box) *landlockPolicy {
 // serve owns the warm init for its whole life, on one locked OS thread.
 // It reports on ready whether the view was built, then runs the one job
 // (or is discarded), tears the sandbox down and closes done.
-func (w *warmSandbox) serve(r *Runner, attr *syscall.SysProcAttr, ns *nsConfig, policy *landlockPolicy, ready chan<- error) {
+func (w *warmSandbox) serve(r *Runner, attr *syscall.SysProcAttr, ns *nsConfig, policy *landlockPolicy, slotEnd *os.File, ready chan<- error) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	defer close(w.done)
-	teardown := func() { r.giveBack(w.mode, &w.box) }
+	teardown := func() {
+		if w.slot != nil {
+			w.slot.close()
+		}
+		r.giveBack(w.mode, &w.box)
+	}
 	pipes, err := newStdioPipes()
 	if err != nil {
+		if slotEnd != nil {
+			slotEnd.Close()
+		}
 		teardown()
 		ready <- &SetupError{Step: "stdio pipes", Err: err}
 		return
 	}
 	defer pipes.close()
-	s, err := startInit(r.init, attr, w.cg, pipes.inR, pipes.outW, pipes.errW)
+	var s *startedInit
+	if slotEnd != nil {
+		// The slot parent's stdio is /dev/null: each task has its own.
+		s, err = startInit(r.init, attr, w.cg, nil, nil, nil, slotEnd)
+		slotEnd.Close()
+	} else {
+		s, err = startInit(r.init, attr, w.cg, pipes.inR, pipes.outW, pipes.errW)
+	}
 	pipes.closeChildEnds()
 	if err != nil {
 		teardown()
@@ -93,14 +129,14 @@ func (w *warmSandbox) serve(r *Runner, attr *syscall.SysProcAttr, ns *nsConfig, 
 		return
 	}
 	defer s.close()
-	w.pid = s.cmd.Process.Pid
+	w.pid = s.proc.hostPID()
 	// Before its task the init has started nothing: killing it is enough.
 	kill := func() {
-		_ = s.cmd.Process.Kill()
-		_ = s.cmd.Wait()
+		s.proc.kill(nil)
+		_, _ = s.proc.reap()
 	}
-	err = s.prepare(w.cg, ns, policy)
-	if err == nil {
+	err = s.prepare(w.cg, &initConfig{Prepare: true, NS: ns, Landlock: policy, Slot: w.slot != nil})
+	if err == nil && w.slot == nil {
 		err = w.hold(w.pid) // a home the init mounted (disk_quota.go)
 	}
 	if err != nil {
@@ -111,6 +147,10 @@ func (w *warmSandbox) serve(r *Runner, attr *syscall.SysProcAttr, ns *nsConfig, 
 	}
 	ready <- nil
 
+	if w.slot != nil {
+		w.serveSlot(r, kill, teardown)
+		return
+	}
 	job, ok := <-w.jobs
 	if !ok {
 		kill()
@@ -126,13 +166,44 @@ func (w *warmSandbox) serve(r *Runner, attr *syscall.SysProcAttr, ns *nsConfig, 
 	job.out <- warmOut{res: res, err: err}
 }
 
+// serveSlot runs a slot's tasks, one job at a time, until the slot is
+// discarded or a task leaves it unusable; after each task the slot goes
+// back to its pool, once nothing of the task is left in it, before the
+// task's result is handed over (so the run's refill finds it there).
+func (w *warmSandbox) serveSlot(r *Runner, kill, teardown func()) {
+	for job := range w.jobs {
+		res, err := w.slotTask(job)
+		why := ""
+		switch {
+		case err != nil:
+			why = "its task failed to run"
+		case !w.slotClean():
+			why = "processes of its last task outlived it"
+			r.log.Warn().Uint32("uid", w.uid).Msg("a slot's cgroup still holds processes of its last task after " + releaseGrace.String() + ": the slot is discarded")
+		case !r.returnWarm(w):
+			why = "its pool is full or gone"
+		}
+		if why != "" {
+			r.unlendWarm(w)
+			r.log.Debug().Err(err).Str("why", why).Uint32("uid", w.uid).Msg("slot discarded")
+			kill()
+			teardown()
+			job.out <- warmOut{res: res, err: err}
+			return
+		}
+		job.out <- warmOut{res: res, err: err}
+	}
+	r.unlendWarm(w)
+	kill()
+	teardown()
+}
+
 // run hands the task to the warm sandbox's goroutine and waits for the
-// run to end and the sandbox to be torn down.
+// run to end (and a sandbox that does not serve again to be torn down).
 func (w *warmSandbox) run(ctx context.Context, l initLaunch) (*Result, error) {
 	out := make(chan warmOut, 1)
 	w.jobs <- warmJob{ctx: ctx, l: l, out: out}
 	o := <-out
-	<-w.done
 	return o.res, o.err
 }
 
@@ -140,6 +211,15 @@ func (w *warmSandbox) run(ctx context.Context, l initLaunch) (*Result, error) {
 // its limits; on failure the sandbox is discarded and the task never runs
 // in it.
 func (w *warmSandbox) prepare(spec Spec) error {
+	if w.slot != nil {
+		// Each task mounts a home of its own limit (slotTask).
+		var err error
+		if w.parentTasks, err = w.cg.beginTask(spec.Limits.Memory, spec.Limits.Processes); err != nil {
+			w.discard()
+			return fmt.Errorf("%w: set cgroup limits: %w", errSlotGone, err)
+		}
+		return nil
+	}
 	err := w.home.resize(spec.Limits.Disk)
 	if err == nil {
 		err = w.fill(spec)

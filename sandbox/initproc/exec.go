@@ -20,8 +20,8 @@ import (
 // RLIMIT_AS fails ("fatal error: runtime: cannot allocate memory", or an
 // init that dies during setup). So everything the step needs (path, argv
 // and envp as C arrays, the clamped limits, the report buffer) is built
-// first, the garbage collector is run and then disabled (no GC cycle can
-// start and allocate), and finalExec makes only raw system calls from a
+// first, the garbage collector is disabled (InitEnv starts it off; else
+// it is run once first, so no cycle is in progress that could allocate), and finalExec makes only raw system calls from a
 // nosplit function (no stack growth, no scheduler entry) until execve
 // replaces the whole address space. A failed execve is reported with the
 // same raw calls.
@@ -124,8 +124,9 @@ func planExec(cfg *Config, limits []Rlimit) (*execPlan, syscall.Errno, error) {
 // collector runs once and is switched off, so nothing of the runtime
 // allocates behind finalExec's back.
 func (p *execPlan) execTask() {
-	runtime.GC()
-	debug.SetGCPercent(-1)
+	if debug.SetGCPercent(-1) >= 0 {
+		runtime.GC() // started with collection on (not InitEnv): finish any cycle
+	}
 	p.finalExec()
 }
 

@@ -86,6 +86,13 @@ type Config struct {
 	// before StatusReady and enforced only if the task's policy is equal
 	// (else the task's own is built; the prepared one is dropped).
 	Prepare bool `json:"prepare,omitempty"`
+	// Slot, with Prepare and NS, makes this init a slot parent (slot.go):
+	// after StatusReady it serves tasks on SlotFD, never one of its own.
+	Slot bool `json:"slot,omitempty"`
+	// Fresh is a slot child's own mounts (slot.go), built in phase 2
+	// instead of NS; always with Prepare (the worker writes the task's
+	// files into the fresh home before the task comes).
+	Fresh *Fresh `json:"fresh,omitempty"`
 }
 
 // Rlimit is one setrlimit call; values above the current hard limit
@@ -205,8 +212,15 @@ func run() error {
 	if _, err := unix.Setsid(); err != nil {
 		return fail("setsid", "", err)
 	}
-	if cfg.NS != nil {
+	switch {
+	case cfg.NS != nil && cfg.Fresh != nil, cfg.Slot && (cfg.NS == nil || !cfg.Prepare):
+		return fail("read config", "", errors.New("a slot parent builds a view, a slot child mounts its own: not both"))
+	case cfg.NS != nil:
 		if err := setupNamespace(cfg.NS); err != nil {
+			return err
+		}
+	case cfg.Fresh != nil:
+		if err := setupFresh(cfg.Fresh); err != nil {
 			return err
 		}
 	}
@@ -223,11 +237,15 @@ func run() error {
 		if _, err := rawFD(StatusFD).Write([]byte{StatusReady}); err != nil {
 			return fail("report ready", "", err)
 		}
+		if cfg.Slot {
+			prepared.Close()
+			serveSlot() // never returns
+		}
 		var task Config
 		if err := conf.Decode(&task); err != nil {
 			return fail("read task", "", err)
 		}
-		if len(task.Argv) == 0 || task.NS != nil || task.Prepare {
+		if len(task.Argv) == 0 || task.NS != nil || task.Fresh != nil || task.Prepare || task.Slot {
 			return fail("read task", "", errors.New("empty argv or a second view"))
 		}
 		cfg = task

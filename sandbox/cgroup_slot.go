@@ -1,0 +1,83 @@
+package sandbox
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// A slot's cgroup serves task after task (slot.go): its counters are made
+// per task here, its processes checked between tasks.
+
+// holdsOnly reports whether pid is the only process in every hierarchy
+// of the cgroup.
+func (cg *runCgroup) holdsOnly(pid int) bool {
+	want := strconv.Itoa(pid)
+	for _, dir := range cg.dirs {
+		b, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
+		if err != nil || strings.TrimSpace(string(b)) != want {
+			return false
+		}
+	}
+	return true
+}
+
+// beginTask makes the cgroup's counters the next task's: the peak memory
+// is reset (v1 memory.max_usage_in_bytes; v2 memory.peak, reset per open
+// file since Linux 6.12: the descriptor is kept for the task, and without
+// the reset no cgroup peak is reported, the task's own rusage is), and
+// the OOM kill count so far becomes the base oomKills subtracts. The
+// limits are the task's, its process limit counting on top of the slot
+// parent's own threads (pids.current before the task), which beginTask
+// returns: RLIMIT_NPROC counts them too.
+func (cg *runCgroup) beginTask(memory, pids int64) (held int64, err error) {
+	if cg == nil {
+		return 0, nil
+	}
+	cg.endTask()
+	cg.oomBase = 0
+	cg.oomBase = cg.oomKills()
+	if held, err = cg.readPids("pids.current"); err != nil {
+		return 0, err
+	}
+	if err := cg.setLimits(memory, pids+held); err != nil {
+		return 0, err
+	}
+	if cg.version == 1 {
+		return held, os.WriteFile(filepath.Join(cg.dirs["memory"], "memory.max_usage_in_bytes"), []byte("0"), 0)
+	}
+	f, err := os.OpenFile(filepath.Join(cg.dirs[""], "memory.peak"), os.O_RDWR, 0)
+	if err != nil {
+		cg.peakUnknown = true
+		return held, nil
+	}
+	if _, err := f.WriteString("reset\n"); err != nil {
+		f.Close()
+		cg.peakUnknown = true
+		return held, nil
+	}
+	cg.peakFile, cg.peakUnknown = f, false
+	return held, nil
+}
+
+// endTask drops what beginTask kept for the last task.
+func (cg *runCgroup) endTask() {
+	if cg != nil && cg.peakFile != nil {
+		_ = cg.peakFile.Close()
+		cg.peakFile = nil
+	}
+}
+
+// readPids reads a number from the cgroup's pids controller.
+func (cg *runCgroup) readPids(name string) (int64, error) {
+	dir := cg.dirs["pids"]
+	if cg.version == 2 {
+		dir = cg.dirs[""]
+	}
+	b, err := os.ReadFile(filepath.Join(dir, name))
+	if err != nil {
+		return 0, err
+	}
+	return strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+}

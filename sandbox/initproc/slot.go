@@ -1,0 +1,338 @@
+package initproc
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"os"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// A slot is a sandbox reused task after task (namespace mode). Its init,
+// the slot parent, built the view once (Config.NS with Config.Slot) and
+// holds the namespaces every task of the slot shares: user, network, UTS,
+// cgroup, and the slot's own mount and pid namespaces, where it is pid 1.
+// It never runs a task itself. For each task the worker sends it, over
+// SlotFD, the task's stdio and a config and status pipe of its own; it
+// forks (the clone copies a small process, no new user namespace) a fresh
+// init of this binary into new pid, IPC and mount namespaces, with those
+// pipes as its descriptors 0..4, and reports the child's pidfd and, once
+// reaped, how it ended. The worker speaks to that child as to any warm
+// init: Config.Fresh first (setupFresh: its own /proc, home, /tmp and
+// /dev/shm, built before StatusReady), then the task. So nothing a task
+// can change outlives it: its processes die with its pid namespace, its
+// mounts and files with its mount namespace and fresh tmpfs, its SysV IPC
+// with its IPC namespace; rlimits, environment, Landlock and seccomp are
+// per process and set in the child only (sandbox/doc.go lists the
+// properties and the tests that hold them).
+
+// InitEnv is the environment every init starts with (none of it reaches
+// the task, whose environment is Config.Env): one processor (the init is
+// one locked thread's work; fewer threads, and a slot parent's count
+// against its cgroup's pids), and no garbage collection, which an init,
+// gone at its exec, never needs (exec.go then skips its collection).
+var InitEnv = []string{"GOMAXPROCS=1", "GOGC=off"}
+
+// SlotFD is a slot parent's end of its SOCK_SEQPACKET socket to the
+// worker (exec.Cmd.ExtraFiles' third entry).
+const SlotFD = 5
+
+// Slot replies, the first byte of each message the slot parent sends.
+const (
+	SlotSpawned     = 'p' // the child runs; its pidfd is the message's only descriptor
+	SlotSpawnFailed = 'f' // the fork or exec failed: a uint32 errno follows
+	SlotExited      = 'w' // the child was reaped: a SlotExit follows
+)
+
+// SlotTaskFDs is how many descriptors a task request carries: stdin,
+// stdout, stderr, the child's config pipe (read end) and its status pipe
+// (write end), in that order.
+const SlotTaskFDs = 5
+
+// TaskCaps are the capabilities (in the slot's user namespace) a slot's
+// child keeps across its exec, to mount its fresh /proc, home, /tmp and
+// /dev/shm and drop its bounding set. It drops them all before the task.
+var TaskCaps = []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_SETPCAP, unix.CAP_SYS_RESOURCE}
+
+// taskCloneFlags are the namespaces each task of a slot gets of its own.
+const taskCloneFlags = unix.CLONE_NEWPID | unix.CLONE_NEWNS | unix.CLONE_NEWIPC
+
+// Fresh is what a slot's child mounts in its own namespaces before
+// StatusReady: a fresh /proc of its pid namespace over the slot's, a
+// home tmpfs of Home.Size over the slot's home, and that home's .tmp and
+// .shm at /tmp and /dev/shm (nosuid, nodev, noexec).
+//
+// Covering /tmp and /dev/shm covers what the slot's view mounted under
+// them (a home or a toolchain under the host's /tmp): Keep are those
+// binds of the view and Symlinks its links there, made again on top, in
+// the view's order (the home is then the fresh one).
+type Fresh struct {
+	Home     HomeQuota `json:"home"`
+	Keep     []Bind    `json:"keep,omitempty"`
+	Symlinks []Symlink `json:"symlinks,omitempty"`
+}
+
+// SlotExit is how a slot's child ended, as its parent reaped it.
+type SlotExit struct {
+	Status syscall.WaitStatus
+	OwnCPU time.Duration // the child's own user + system time (not its children's)
+	User   time.Duration // rusage of the child and its reaped descendants
+	Sys    time.Duration
+	MaxRSS int64 // kilobytes
+}
+
+const slotExitLen = 1 + 4 + 4*8
+
+// Marshal encodes e as a SlotExited message.
+func (e SlotExit) Marshal() []byte {
+	b := make([]byte, slotExitLen)
+	b[0] = SlotExited
+	binary.LittleEndian.PutUint32(b[1:], uint32(e.Status))
+	for i, v := range []int64{int64(e.OwnCPU), int64(e.User), int64(e.Sys), e.MaxRSS} {
+		binary.LittleEndian.PutUint64(b[5+8*i:], uint64(v))
+	}
+	return b
+}
+
+// UnmarshalSlotExit decodes a SlotExited message.
+func UnmarshalSlotExit(b []byte) (SlotExit, error) {
+	if len(b) != slotExitLen || b[0] != SlotExited {
+		return SlotExit{}, errors.New("slot: malformed exit report")
+	}
+	v := func(i int) int64 { return int64(binary.LittleEndian.Uint64(b[5+8*i:])) }
+	return SlotExit{Status: syscall.WaitStatus(binary.LittleEndian.Uint32(b[1:])),
+		OwnCPU: time.Duration(v(0)), User: time.Duration(v(1)), Sys: time.Duration(v(2)), MaxRSS: v(3)}, nil
+}
+
+// serveSlot is a slot parent's life after StatusReady: one task request
+// at a time until the worker closes its end, then exit. It never returns.
+func serveSlot() {
+	// No descriptor of the slot parent reaches a child but the five it is
+	// given; the task's own init closes the rest at its exec again.
+	if err := unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
+		os.Exit(ExitSetup)
+	}
+	// Long-lived, unlike every other init (InitEnv): collect garbage.
+	debug.SetGCPercent(100)
+	buf := make([]byte, 16)
+	oob := make([]byte, unix.CmsgSpace(4*SlotTaskFDs))
+	for {
+		n, oobn, _, _, err := unix.Recvmsg(SlotFD, buf, oob, unix.MSG_CMSG_CLOEXEC)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil || (n == 0 && oobn == 0) {
+			os.Exit(0) // the worker closed the slot (or is gone)
+		}
+		fds := ReceivedFDs(oob[:oobn])
+		if len(fds) != SlotTaskFDs {
+			closeAll(fds)
+			slotReply([]byte{SlotSpawnFailed, byte(unix.EINVAL), 0, 0, 0}, -1)
+			continue
+		}
+		pid, pidfd, err := spawnTask(fds)
+		closeAll(fds)
+		if err != nil {
+			errno, _ := err.(syscall.Errno)
+			r := []byte{SlotSpawnFailed, 0, 0, 0, 0}
+			binary.LittleEndian.PutUint32(r[1:], uint32(errno))
+			slotReply(r, -1)
+			continue
+		}
+		slotReply([]byte{SlotSpawned}, pidfd)
+		_ = unix.Close(pidfd)
+		slotReply(reapTask(pid).Marshal(), -1)
+	}
+}
+
+// spawnTask forks a fresh init of this binary into new pid, IPC and mount
+// namespaces with fds as its 0..4.
+func spawnTask(fds []int) (pid, pidfd int, err error) {
+	files := make([]uintptr, len(fds))
+	for i, fd := range fds {
+		files[i] = uintptr(fd)
+	}
+	pidfd = -1
+	pid, err = syscall.ForkExec("/proc/self/exe", []string{Arg0}, &syscall.ProcAttr{
+		Env:   InitEnv,
+		Files: files,
+		Sys: &syscall.SysProcAttr{
+			Cloneflags:  taskCloneFlags,
+			AmbientCaps: TaskCaps,
+			Pdeathsig:   syscall.SIGKILL, // this thread: the slot parent's locked main thread
+			PidFD:       &pidfd,
+		},
+	})
+	if err == nil && pidfd < 0 {
+		// The worker must be able to kill the child without a pid race.
+		_ = unix.Kill(pid, unix.SIGKILL)
+		reapTask(pid)
+		return 0, -1, unix.ENOSYS
+	}
+	return pid, pidfd, err
+}
+
+// reapTask waits for the child to exit, reads its own CPU time while it
+// is a zombie, and reaps it.
+func reapTask(pid int) SlotExit {
+	var info unix.Siginfo
+	for {
+		if err := unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT, nil); err != unix.EINTR {
+			break
+		}
+	}
+	var e SlotExit
+	if b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat"); err == nil {
+		e.OwnCPU = StatCPU(b)
+	}
+	var ru unix.Rusage
+	for {
+		_, err := unix.Wait4(pid, (*unix.WaitStatus)(&e.Status), 0, &ru)
+		if err != unix.EINTR {
+			break
+		}
+	}
+	e.User = time.Duration(ru.Utime.Nano())
+	e.Sys = time.Duration(ru.Stime.Nano())
+	e.MaxRSS = ru.Maxrss
+	return e
+}
+
+// slotReply sends one message to the worker, with fd as its descriptor
+// when fd >= 0. A worker that is gone ends the slot.
+func slotReply(msg []byte, fd int) {
+	var oob []byte
+	if fd >= 0 {
+		oob = unix.UnixRights(fd)
+	}
+	for {
+		err := unix.Sendmsg(SlotFD, msg, oob, nil, 0)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			os.Exit(0)
+		}
+		return
+	}
+}
+
+// ReceivedFDs are the descriptors of a message's SCM_RIGHTS (none when it
+// carries none or cannot be parsed).
+func ReceivedFDs(oob []byte) []int {
+	msgs, err := unix.ParseSocketControlMessage(oob)
+	if err != nil {
+		return nil
+	}
+	var fds []int
+	for _, m := range msgs {
+		if r, err := unix.ParseUnixRights(&m); err == nil {
+			fds = append(fds, r...)
+		}
+	}
+	return fds
+}
+
+func closeAll(fds []int) {
+	for _, fd := range fds {
+		_ = unix.Close(fd)
+	}
+}
+
+// setupFresh is a slot child's namespace phase (Config.Fresh), in its new
+// mount namespace, a copy of the slot's: everything it mounts stacks over
+// the slot's own mounts and dies with this namespace.
+func setupFresh(f *Fresh) error {
+	flags := uintptr(unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC)
+	// The /proc of this pid namespace: the slot parent is not in it.
+	if err := unix.Mount("proc", "/proc", "proc", flags, ""); err != nil {
+		return fail("mount /proc", "/proc", err)
+	}
+	// The slot parent's memory is charged to the cgroup its tasks are
+	// limited by: the OOM killer must choose the task, however small its
+	// processes. Raising needs no privilege; the task can lower it back to
+	// the parent's at most (oom_score_adj_min), never below.
+	if err := os.WriteFile("/proc/self/oom_score_adj", []byte("1000"), 0); err != nil {
+		return fail("set oom_score_adj", "/proc/self/oom_score_adj", err)
+	}
+	if err := mountHomeQuota(&f.Home); err != nil {
+		return err
+	}
+	srcs, err := openTmpIn(f.Home.Path)
+	if err != nil {
+		return err
+	}
+	// Opened before /tmp and /dev/shm are covered (the home after its
+	// fresh tmpfs is mounted: it is that one which is kept).
+	keep := make([]openedSource, 0, len(f.Keep))
+	defer func() { closeSources(srcs); closeSources(keep) }()
+	for _, b := range f.Keep {
+		k, err := openSource(b.Source)
+		if err != nil {
+			return fail("open bind source", b.Source, err)
+		}
+		keep = append(keep, k)
+	}
+	root, err := unix.Open("/", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fail("open root", "/", err)
+	}
+	defer unix.Close(root)
+	for i, p := range []string{"/tmp", "/dev/shm"} {
+		if err := bindNoexec(root, srcs[i], p); err != nil {
+			return fail(Step("bind "+p), f.Home.Path+"/"+tmpInDirs[i], err)
+		}
+	}
+	for i, b := range f.Keep {
+		if err := bindInto(root, keep[i], b.Source, b.Writable); err != nil {
+			return fail("bind", b.Source, err)
+		}
+	}
+	for _, l := range f.Symlinks {
+		if err := makeSymlink(root, l); err != nil {
+			return fail("symlink", l.Path, err)
+		}
+	}
+	return nil
+}
+
+// UnderTmp reports whether path lies in /tmp or /dev/shm, which a slot's
+// task covers with its own (Fresh.Keep).
+func UnderTmp(path string) bool {
+	return strings.HasPrefix(path, "/tmp/") || strings.HasPrefix(path, "/dev/shm/")
+}
+
+func closeSources(srcs []openedSource) {
+	for _, s := range srcs {
+		_ = unix.Close(s.fd)
+	}
+}
+
+// StatCPU is utime + stime (fields 14 and 15, clock ticks of 1/100 s)
+// of a /proc/<pid>/stat line; the command name before them may hold
+// spaces and parentheses, so fields are counted after its last ')'.
+func StatCPU(b []byte) time.Duration {
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	u, err1 := strconv.ParseInt(f[11], 10, 64)
+	st, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0
+	}
+	return time.Duration(u+st) * (time.Second / userHZ)
+}
+
+// userHZ is the unit of /proc times (USER_HZ, 100 on Linux's ABI).
+const userHZ = 100

@@ -1,0 +1,308 @@
+package sandbox
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/warrenhq/warren/sandbox/initproc"
+	"golang.org/x/sys/unix"
+)
+
+// Slots: in namespace mode (with the Landlock and seccomp layers) a warm
+// sandbox is not thrown away after its task. Its init stays as the slot
+// parent (initproc/slot.go), holding the view, the user, network, UTS and
+// cgroup namespaces, the slot's uid, home directory and cgroup, and forks
+// each task's own init into fresh pid, IPC and mount namespaces, where it
+// mounts a fresh /proc, home, /tmp and /dev/shm. After a task the worker
+// checks that nothing of it is left (slotClean: the cgroup holds the
+// parent alone) before the slot serves again; a slot that fails any step
+// is discarded and its task, if it never ran, runs cold. What a task
+// could change and how each is reset is in doc.go ("Slots").
+
+// slots says whether warm sandboxes of mode m are slots: the mode forks
+// its tasks (namespace mode), they carry the seccomp layer (it refuses the
+// keyring calls whose state the slot's user namespace would otherwise
+// keep), and homes are bounded (Config.Defaults.Disk: each task's is a
+// fresh tmpfs; an unbounded home is a host directory, which cannot be
+// made fresh per task).
+func (r *Runner) slots(m mode) bool {
+	q, err := quotaFor(m, "", r.cfg.Defaults.Disk)
+	return m.slotted() && r.layered() && err == nil && q != quotaNone
+}
+
+// errSlotGone means a slot could not start a task (its parent died, or
+// the fork failed): the task never ran in it.
+var errSlotGone = errors.New("sandbox: the warm slot cannot start tasks")
+
+// slotParent is the worker's end of a slot: its socket to the parent.
+type slotParent struct {
+	conn *net.UnixConn
+}
+
+// newSlotSocket makes the socket between the worker and a slot parent;
+// init is the parent's end (initproc.SlotFD), closed once it is started.
+func newSlotSocket() (*slotParent, *os.File, error) {
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, nil, &SetupError{Step: "slot socket", Err: err}
+	}
+	own := os.NewFile(uintptr(fds[0]), "slot")
+	c, err := net.FileConn(own)
+	_ = own.Close()
+	if err != nil {
+		_ = unix.Close(fds[1])
+		return nil, nil, &SetupError{Step: "slot socket", Err: err}
+	}
+	return &slotParent{conn: c.(*net.UnixConn)}, os.NewFile(uintptr(fds[1]), "slot-init"), nil
+}
+
+func (p *slotParent) close() { _ = p.conn.Close() }
+
+// spawn asks the parent for a task's init with files as its 0..4 (stdin,
+// stdout, stderr, config pipe, status pipe) and returns it once forked.
+func (p *slotParent) spawn(files [initproc.SlotTaskFDs]*os.File) (*slotChild, error) {
+	fds := make([]int, len(files))
+	for i, f := range files {
+		fds[i] = int(f.Fd())
+	}
+	if _, _, err := p.conn.WriteMsgUnix([]byte{'t'}, unix.UnixRights(fds...), nil); err != nil {
+		return nil, fmt.Errorf("%w: send task: %w", errSlotGone, err)
+	}
+	buf := make([]byte, 16)
+	oob := make([]byte, unix.CmsgSpace(4))
+	n, oobn, _, _, err := p.conn.ReadMsgUnix(buf, oob)
+	if err != nil || n == 0 {
+		return nil, fmt.Errorf("%w: the slot parent is gone (%v)", errSlotGone, err)
+	}
+	got := initproc.ReceivedFDs(oob[:oobn])
+	switch {
+	case buf[0] == initproc.SlotSpawned && len(got) == 1:
+		pid, err := pidfdPID(got[0])
+		if err != nil {
+			_ = unix.PidfdSendSignal(got[0], unix.SIGKILL, nil, 0)
+			c := &slotChild{parent: p, pidfd: got[0]}
+			_, _ = c.reap()
+			return nil, fmt.Errorf("%w: %w", errSlotGone, err)
+		}
+		return &slotChild{parent: p, pidfd: got[0], pid: pid}, nil
+	case buf[0] == initproc.SlotSpawnFailed && n == 5:
+		closeFDs(got)
+		return nil, fmt.Errorf("%w: fork: %w", errSlotGone, syscall.Errno(binary.LittleEndian.Uint32(buf[1:5])))
+	}
+	closeFDs(got)
+	return nil, fmt.Errorf("%w: unexpected reply %q", errSlotGone, buf[:n])
+}
+
+// slotChild is a task's init forked by its slot's parent: the worker
+// kills it through its pidfd and learns how it ended from the parent.
+type slotChild struct {
+	parent *slotParent
+	pidfd  int
+	pid    int
+
+	once sync.Once
+	end  initEnd
+	err  error
+}
+
+func (c *slotChild) hostPID() int { return c.pid }
+
+// kill SIGKILLs the task's init, and with it its pid namespace (the
+// namespace mode has no kill tree).
+func (c *slotChild) kill(func(*os.Process)) {
+	if c.pidfd >= 0 {
+		_ = unix.PidfdSendSignal(c.pidfd, unix.SIGKILL, nil, 0)
+	}
+}
+
+// reap waits for the parent's report of the child's end (once).
+func (c *slotChild) reap() (initEnd, error) {
+	c.once.Do(func() {
+		buf := make([]byte, 64)
+		n, err := c.parent.conn.Read(buf)
+		var e initproc.SlotExit
+		if err == nil {
+			e, err = initproc.UnmarshalSlotExit(buf[:n])
+		}
+		if err != nil {
+			// Not errSlotGone: the task may have run, and must not run twice.
+			c.err = fmt.Errorf("sandbox: the slot parent died before reporting the task's end: %w", err)
+		} else {
+			c.end = initEnd{status: e.Status, ownCPU: e.OwnCPU, cpu: e.User + e.Sys, maxRSS: e.MaxRSS * 1024}
+		}
+		_ = unix.Close(c.pidfd)
+		c.pidfd = -1
+	})
+	return c.end, c.err
+}
+
+// pidfdPID is the pid, in this process's pid namespace, of the process a
+// pidfd refers to (its fdinfo's Pid line).
+func pidfdPID(fd int) (int, error) {
+	f, err := os.Open("/proc/self/fdinfo/" + strconv.Itoa(fd))
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "Pid:"); ok {
+			pid, err := strconv.Atoi(strings.TrimSpace(v))
+			if err != nil || pid <= 0 {
+				return 0, fmt.Errorf("pidfd %d: pid %q", fd, v)
+			}
+			return pid, nil
+		}
+	}
+	return 0, fmt.Errorf("pidfd %d: no Pid in its fdinfo", fd)
+}
+
+func closeFDs(fds []int) {
+	for _, fd := range fds {
+		_ = unix.Close(fd)
+	}
+}
+
+// slotTask runs one task in slot w: its init forked by the parent, given
+// the fresh mounts (and the task's Landlock ruleset to build ahead), the
+// task's files written into its fresh home, then the task itself.
+func (w *warmSandbox) slotTask(job warmJob) (*Result, error) {
+	spec := job.l.spec
+	pipes, err := newStdioPipes()
+	if err != nil {
+		return nil, fmt.Errorf("%w: stdio pipes: %w", errSlotGone, err)
+	}
+	defer pipes.close()
+	confR, confW, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("%w: config pipe: %w", errSlotGone, err)
+	}
+	statusR, statusW, err := os.Pipe()
+	if err != nil {
+		confR.Close()
+		confW.Close()
+		return nil, fmt.Errorf("%w: status pipe: %w", errSlotGone, err)
+	}
+	child, err := w.slot.spawn([initproc.SlotTaskFDs]*os.File{pipes.inR, pipes.outW, pipes.errW, confR, statusW})
+	pipes.closeChildEnds()
+	confR.Close()
+	statusW.Close()
+	if err != nil {
+		confW.Close()
+		statusR.Close()
+		return nil, err
+	}
+	// Born in the slot's cgroup (the parent's), so attached already.
+	s := &startedInit{proc: child, confW: confW, statusR: statusR, start: time.Now(), attached: true, born: true}
+	defer s.close()
+	// The task's own box: the slot's identity and cgroup, and a home that
+	// is the fresh tmpfs the child mounts over the slot's.
+	b := w.box
+	b.held = nil
+	b.home.quota, b.home.size = quotaInit, spec.Limits.Disk
+	defer b.held.close()
+	first := initConfig{Prepare: true, Fresh: w.fresh(spec.Limits.Disk), Landlock: job.l.cfg.Landlock}
+	err = s.prepare(nil, &first)
+	if err == nil {
+		err = b.hold(child.pid)
+	}
+	if err == nil {
+		err = asSlotUID(b.uid, b.gid, func() error { return b.fill(spec) })
+	}
+	if err != nil {
+		child.kill(nil)
+		_, _ = child.reap()
+		return nil, fmt.Errorf("%w: %w", errSlotGone, err)
+	}
+	s.start = time.Now()
+	l := job.l
+	l.cfg = w.overParent(l.cfg)
+	res, err := pipes.pump(spec, func() (*Result, error) { return s.finish(job.ctx, l) })
+	if err == nil {
+		b.finished(spec, res)
+	}
+	return res, err
+}
+
+// slotClean reports whether nothing of the last task is left in the slot:
+// its cgroup holds the slot parent alone (the task's pid namespace dies
+// with its init, just after the parent reaps it: allow it a moment).
+func (w *warmSandbox) slotClean() bool {
+	deadline := time.Now().Add(releaseGrace)
+	for backoff := 50 * time.Microsecond; ; backoff = min(2*backoff, 10*time.Millisecond) {
+		if w.cg.holdsOnly(w.pid) {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(backoff)
+	}
+}
+
+
+// asSlotUID runs fn with the slot's uid and gid as this (locked) thread's
+// filesystem ids when the worker is root: the task's home is a tmpfs of
+// the slot's user namespace, which maps that uid alone, so a file root
+// created there would have no owner it can name (EOVERFLOW). An
+// unprivileged worker is that uid already.
+func asSlotUID(uid, gid uint32, fn func() error) error {
+	if os.Geteuid() != 0 || uid == 0 {
+		return fn()
+	}
+	if err := unix.Setfsgid(int(gid)); err != nil {
+		return &SetupError{Step: "setfsgid", Err: err}
+	}
+	defer unix.Setfsgid(0)
+	if err := unix.Setfsuid(int(uid)); err != nil {
+		return &SetupError{Step: "setfsuid", Err: err}
+	}
+	defer unix.Setfsuid(0)
+	return fn()
+}
+
+// overParent is the task's config with RLIMIT_NPROC raised by the slot
+// parent's threads (per uid in the slot's user namespace, which they
+// share), so the task gets its whole Limits.Processes.
+func (w *warmSandbox) overParent(cfg *initConfig) *initConfig {
+	if w.parentTasks == 0 {
+		return cfg
+	}
+	c := *cfg
+	c.Rlimits = slices.Clone(cfg.Rlimits)
+	for i := range c.Rlimits {
+		if l := &c.Rlimits[i]; l.Resource == unix.RLIMIT_NPROC && l.Max != unix.RLIM_INFINITY {
+			l.Cur += uint64(w.parentTasks)
+			l.Max += uint64(w.parentTasks)
+		}
+	}
+	return &c
+}
+
+// fresh is what a task's init mounts in slot w: a home of size bytes, and
+// again what the slot's view has under /tmp and /dev/shm, which its own
+// cover (the home among them when it lives there).
+func (w *warmSandbox) fresh(size int64) *initproc.Fresh {
+	f := &initproc.Fresh{Home: initproc.HomeQuota{Path: w.home.path, Size: size}}
+	for _, b := range w.view.Binds {
+		if initproc.UnderTmp(b.Source) {
+			f.Keep = append(f.Keep, b)
+		}
+	}
+	for _, l := range w.view.Symlinks {
+		if initproc.UnderTmp(l.Path) {
+			f.Symlinks = append(f.Symlinks, l)
+		}
+	}
+	return f
+}

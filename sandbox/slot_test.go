@@ -1,0 +1,64 @@
+package sandbox
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/stretchr/testify/require"
+)
+
+// slotRunner is a started namespace-mode Runner with the Landlock and
+// seccomp layers (its warm sandboxes are slots) and prestart slots.
+func slotRunner(t *testing.T, prestart int) *Runner {
+	t.Helper()
+	if landlockABI().require(landlockMinABIDefault) != nil {
+		t.Skip("Landlock ABI below the default floor: no seccomp layer, so no slots (single-use warm sandboxes, covered by init_warm_test.go)")
+	}
+	cold := nsRunner(t)
+	r, err := startedNew(Config{Isolation: IsolationNamespace, ScratchRoot: cold.cfg.ScratchRoot, Prestart: prestart, Defaults: Limits{Disk: DefaultDisk}, Logger: zerolog.New(zerolog.NewTestWriter(t))})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, r.Close()) })
+	require.True(t, r.layered())
+	return r
+}
+
+// waitSlots waits until n slots of the default view are ready and
+// returns their parents' pids.
+func waitSlots(t *testing.T, r *Runner, n int) []int {
+	t.Helper()
+	return waitSlotsFor(t, r, Spec{}, n)
+}
+
+// waitSlotsFor waits until n slots of view's key are ready, and no other
+// warm sandbox is being built, and returns their parents' pids.
+func waitSlotsFor(t *testing.T, r *Runner, view Spec, n int) []int {
+	t.Helper()
+	view.Limits = view.Limits.withDefaults(r.cfg.Defaults)
+	k := namespaceMode{}.warmKey(view)
+	require.Eventually(t, func() bool { return r.warmReady(k) == n && r.Warm().Starting == 0 }, 20*time.Second, 2*time.Millisecond, "slots ready")
+	var pids []int
+	for _, w := range r.warmSandboxes() {
+		if w.key == k {
+			require.NotNil(t, w.slot, "a layered namespace-mode warm sandbox is a slot")
+			pids = append(pids, w.pid)
+		}
+	}
+	return pids
+}
+
+// TestSlotServesTaskAfterTask: one slot runs three tasks in turn, each
+// as pid 1 of its own pid namespace, with its own files, and goes back to
+// the pool after each.
+func TestSlotServesTaskAfterTask(t *testing.T) {
+	r := slotRunner(t, 1)
+	parent := waitSlots(t, r, 1)
+	for i := range 3 {
+		o := runIn(t, r, Spec{Argv: sh(`echo $$; cat f; ls -a $HOME | tr '\n' ' '`), Files: map[string][]byte{"f": []byte("file\n")}})
+		require.Equal(t, 0, o.res.ExitCode, o.stderr)
+		lines := strings.Split(strings.TrimSpace(o.stdout), "\n")
+		require.Equal(t, []string{"1", "file", ". .. .shm .tmp f"}, lines, "task %d: %s", i, o.stderr)
+		require.Equal(t, parent, waitSlots(t, r, 1), "the same slot served task %d", i)
+	}
+}
