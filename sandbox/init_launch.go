@@ -363,4 +363,3 @@ func zombieCPU(pid int) time.Duration {
 	}
 	return initproc.StatCPU(b)
 }
-

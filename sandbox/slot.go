@@ -250,7 +250,6 @@ func (w *warmSandbox) slotClean() bool {
 	}
 }
 
-
 // asSlotUID runs fn with the slot's uid and gid as this (locked) thread's
 // filesystem ids when the worker is root: the task's home is a tmpfs of
 // the slot's user namespace, which maps that uid alone, so a file root

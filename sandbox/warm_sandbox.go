@@ -29,18 +29,18 @@ import (
 type warmSandbox struct {
 	mode mode
 	box
-	pid  int           // the init's host pid
-	key  warmKey       // the pool it goes back to (a slot)
-	slot *slotParent   // nil: not a slot, the init runs the one task itself
+	pid  int         // the init's host pid
+	key  warmKey     // the pool it goes back to (a slot)
+	slot *slotParent // nil: not a slot, the init runs the one task itself
 	// lentFrom is the pool a slot running a task came from (warm_pool.go,
 	// guarded by its mutex).
 	lentFrom *warmPool
 	// parentTasks are a slot parent's own threads before the task, which
 	// the task's process limits count on top of (cgroup_slot.go).
 	parentTasks int64
-	view        *nsConfig // the view a slot's parent built (its tasks keep what /tmp covers)
-	jobs chan warmJob  // a job at a time; closed to discard the sandbox
-	done chan struct{} // closed once the init is reaped and torn down
+	view        *nsConfig     // the view a slot's parent built (its tasks keep what /tmp covers)
+	jobs        chan warmJob  // a job at a time; closed to discard the sandbox
+	done        chan struct{} // closed once the init is reaped and torn down
 }
 
 type warmJob struct {
