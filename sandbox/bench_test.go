@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -14,26 +12,10 @@ import (
 	"github.com/warrenhq/warren/sandbox/sandboxtest"
 )
 
-// bwrapArgs gives bwrap the same view as namespace mode: ro /usr with the
-// /bin /lib /lib64 /sbin links, the same /etc files, the five devices,
-// private /dev/shm and noexec /tmp, a fresh /proc, one rw scratch, all
-// namespaces, its own session, dying with its parent.
+// bwrapArgs gives bwrap the same view as namespace mode, running /bin/true
+// (sandboxtest.BwrapArgs with namespace mode's /etc files).
 func bwrapArgs(scratch string) []string {
-	args := []string{"--unshare-all", "--die-with-parent", "--new-session", "--clearenv",
-		"--setenv", "PATH", "/usr/bin:/bin", "--setenv", "HOME", scratch, "--setenv", "TMPDIR", "/tmp",
-		"--ro-bind", "/usr", "/usr",
-		"--symlink", "usr/bin", "/bin", "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64", "--symlink", "usr/sbin", "/sbin"}
-	for _, f := range etcAllowList(IsolationNamespace) {
-		if _, err := os.Stat(f); err == nil {
-			args = append(args, "--ro-bind", f, f)
-		}
-	}
-	for _, d := range sandboxDevices {
-		args = append(args, "--dev-bind", d, d)
-	}
-	args = append(args, "--tmpfs", "/dev/shm", "--tmpfs", "/tmp", "--proc", "/proc",
-		"--bind", scratch, scratch, "--chdir", scratch, "--remount-ro", "/", "/bin/true")
-	return args
+	return sandboxtest.BwrapArgs(scratch, etcAllowList(IsolationNamespace), "/bin/true")
 }
 
 // bwrapBench is the setup of a benchmark against bwrap: the bwrap binary
@@ -41,11 +23,8 @@ func bwrapArgs(scratch string) []string {
 // bwrap's arguments with a scratch directory in it.
 func bwrapBench(b *testing.B) (bwrap, root string, bargs []string) {
 	sandboxtest.RequireUserNS(b)
-	bwrap, err := exec.LookPath("bwrap")
-	if err != nil {
-		b.Skip("bwrap not installed (apt-get install bubblewrap): no baseline to compare with")
-	}
-	root, err = os.MkdirTemp("", "warren-bench-")
+	bwrap = sandboxtest.Bwrap(b)
+	root, err := os.MkdirTemp("", "warren-bench-")
 	require.NoError(b, err)
 	b.Cleanup(func() { _ = os.RemoveAll(root) })
 	require.NoError(b, os.Chmod(root, 0o711))
@@ -204,9 +183,9 @@ func BenchmarkRunnerThroughput(b *testing.B) {
 	// The machine's busy CPU, per side.
 	var tr, tb, cr, cb time.Duration
 	timed := func(task func() error, wall, cpu *time.Duration) {
-		c0 := machineCPU(b)
+		c0 := sandboxtest.MachineCPU(b)
 		*wall += round(task)
-		*cpu += machineCPU(b) - c0
+		*cpu += sandboxtest.MachineCPU(b) - c0
 	}
 	b.ResetTimer()
 	for range b.N {
@@ -220,21 +199,4 @@ func BenchmarkRunnerThroughput(b *testing.B) {
 	b.ReportMetric(tb.Seconds()/tr.Seconds(), "runner/bwrap")
 	b.ReportMetric(float64(cr.Microseconds())/1000/tasks, "runner-cpu-ms/task")
 	b.ReportMetric(float64(cb.Microseconds())/1000/tasks, "bwrap-cpu-ms/task")
-}
-
-// machineCPU is the machine's busy time so far: every CPU's user, nice,
-// system, irq and softirq time (/proc/stat's first line, USER_HZ ticks).
-func machineCPU(b *testing.B) time.Duration {
-	data, err := os.ReadFile("/proc/stat")
-	require.NoError(b, err)
-	line, _, _ := strings.Cut(string(data), "\n")
-	f := strings.Fields(line)
-	require.True(b, len(f) > 7 && f[0] == "cpu", "/proc/stat: %q", line)
-	var ticks int64
-	for _, i := range []int{1, 2, 3, 6, 7} { // user nice system irq softirq
-		n, err := strconv.ParseInt(f[i], 10, 64)
-		require.NoError(b, err)
-		ticks += n
-	}
-	return time.Duration(ticks) * (time.Second / 100)
 }

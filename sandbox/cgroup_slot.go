@@ -28,37 +28,41 @@ func (cg *runCgroup) holdsOnly(pid int) bool {
 // file since Linux 6.12: the descriptor is kept for the task, and without
 // the reset no cgroup peak is reported, the task's own rusage is), and
 // the OOM kill count so far becomes the base oomKills subtracts. The
-// limits are the task's, its process limit counting on top of the slot
-// parent's own threads (pids.current before the task), which beginTask
-// returns: RLIMIT_NPROC counts them too.
-func (cg *runCgroup) beginTask(memory, pids int64) (held int64, err error) {
+// limits are the task's (pids: its own plus the slot parent's threads).
+func (cg *runCgroup) beginTask(memory, pids int64) error {
 	if cg == nil {
-		return 0, nil
+		return nil
 	}
 	cg.endTask()
 	cg.oomBase = 0
 	cg.oomBase = cg.oomKills()
-	if held, err = cg.readPids("pids.current"); err != nil {
-		return 0, err
-	}
-	if err := cg.setLimits(memory, pids+held); err != nil {
-		return 0, err
+	if err := cg.setLimits(memory, pids); err != nil {
+		return err
 	}
 	if cg.version == 1 {
-		return held, os.WriteFile(filepath.Join(cg.dirs["memory"], "memory.max_usage_in_bytes"), []byte("0"), 0)
+		return os.WriteFile(filepath.Join(cg.dirs["memory"], "memory.max_usage_in_bytes"), []byte("0"), 0)
 	}
 	f, err := os.OpenFile(filepath.Join(cg.dirs[""], "memory.peak"), os.O_RDWR, 0)
 	if err != nil {
 		cg.peakUnknown = true
-		return held, nil
+		return nil
 	}
 	if _, err := f.WriteString("reset\n"); err != nil {
 		f.Close()
 		cg.peakUnknown = true
-		return held, nil
+		return nil
 	}
 	cg.peakFile, cg.peakUnknown = f, false
-	return held, nil
+	return nil
+}
+
+// tasksNow is how many tasks (threads) the cgroup holds: a slot's parent
+// alone, between tasks.
+func (cg *runCgroup) tasksNow() (int64, error) {
+	if cg == nil {
+		return 0, nil
+	}
+	return cg.readPids("pids.current")
 }
 
 // endTask drops what beginTask kept for the last task.

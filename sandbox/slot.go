@@ -173,22 +173,32 @@ func closeFDs(fds []int) {
 	}
 }
 
-// slotTask runs one task in slot w: its init forked by the parent, given
-// the fresh mounts (and the task's Landlock ruleset to build ahead), the
-// task's files written into its fresh home, then the task itself.
-func (w *warmSandbox) slotTask(job warmJob) (*Result, error) {
-	spec := job.l.spec
+// readyChild is a task's init forked by a slot's parent that has built
+// its fresh mounts (and the Landlock ruleset it expects) and waits for a
+// task: made ahead, while the slot is idle, so a task finds it ready.
+type readyChild struct {
+	s     *startedInit
+	child *slotChild
+	pipes *stdioPipes
+	box   box   // the slot's, with this child's fresh home held
+	size  int64 // the home's disk limit
+}
+
+// readyChild forks a task's init in slot w with a home of size bytes and
+// the Landlock ruleset policy built ahead, and waits until it is ready.
+func (w *warmSandbox) readyChild(size int64, policy *landlockPolicy) (*readyChild, error) {
 	pipes, err := newStdioPipes()
 	if err != nil {
 		return nil, fmt.Errorf("%w: stdio pipes: %w", errSlotGone, err)
 	}
-	defer pipes.close()
 	confR, confW, err := os.Pipe()
 	if err != nil {
+		pipes.close()
 		return nil, fmt.Errorf("%w: config pipe: %w", errSlotGone, err)
 	}
 	statusR, statusW, err := os.Pipe()
 	if err != nil {
+		pipes.close()
 		confR.Close()
 		confW.Close()
 		return nil, fmt.Errorf("%w: status pipe: %w", errSlotGone, err)
@@ -198,38 +208,66 @@ func (w *warmSandbox) slotTask(job warmJob) (*Result, error) {
 	confR.Close()
 	statusW.Close()
 	if err != nil {
+		pipes.close()
 		confW.Close()
 		statusR.Close()
 		return nil, err
 	}
 	// Born in the slot's cgroup (the parent's), so attached already.
-	s := &startedInit{proc: child, confW: confW, statusR: statusR, start: time.Now(), attached: true, born: true}
-	defer s.close()
+	c := &readyChild{child: child, pipes: pipes, size: size,
+		s: &startedInit{proc: child, confW: confW, statusR: statusR, start: time.Now(), attached: true, born: true}}
 	// The task's own box: the slot's identity and cgroup, and a home that
 	// is the fresh tmpfs the child mounts over the slot's.
-	b := w.box
-	b.held = nil
-	b.home.quota, b.home.size = quotaInit, spec.Limits.Disk
-	defer b.held.close()
-	first := initConfig{Prepare: true, Fresh: w.fresh(spec.Limits.Disk), Landlock: job.l.cfg.Landlock}
-	err = s.prepare(nil, &first)
+	c.box = w.box
+	c.box.held = nil
+	c.box.home.quota, c.box.home.size = quotaInit, size
+	err = c.s.prepare(nil, &initConfig{Prepare: true, Fresh: w.fresh(size), Landlock: policy})
 	if err == nil {
-		err = b.hold(child.pid)
-	}
-	if err == nil {
-		err = asSlotUID(b.uid, b.gid, func() error { return b.fill(spec) })
+		err = c.box.hold(child.pid)
 	}
 	if err != nil {
-		child.kill(nil)
-		_, _ = child.reap()
+		c.discard()
 		return nil, fmt.Errorf("%w: %w", errSlotGone, err)
 	}
-	s.start = time.Now()
+	return c, nil
+}
+
+// discard kills a child that will run no task and releases what it holds.
+func (c *readyChild) discard() {
+	c.child.kill(nil)
+	_, _ = c.child.reap()
+	c.close()
+}
+
+func (c *readyChild) close() {
+	c.s.close()
+	c.pipes.close()
+	c.box.held.close()
+}
+
+// slotTask runs one task in slot w on c, its init ready: the cgroup's
+// limits and counters made the task's, its files written into the fresh
+// home, then the task itself. c is used up.
+func (w *warmSandbox) slotTask(job warmJob, c *readyChild) (*Result, error) {
+	defer c.close()
+	spec := job.l.spec
+	err := w.cg.beginTask(spec.Limits.Memory, spec.Limits.Processes+w.parentTasks)
+	if err != nil {
+		err = &SetupError{Step: "set cgroup limits", Err: err}
+	} else {
+		err = asSlotUID(c.box.uid, c.box.gid, func() error { return c.box.fill(spec) })
+	}
+	if err != nil {
+		c.child.kill(nil)
+		_, _ = c.child.reap()
+		return nil, fmt.Errorf("%w: %w", errSlotGone, err)
+	}
+	c.s.start = time.Now()
 	l := job.l
 	l.cfg = w.overParent(l.cfg)
-	res, err := pipes.pump(spec, func() (*Result, error) { return s.finish(job.ctx, l) })
+	res, err := c.pipes.pump(spec, func() (*Result, error) { return c.s.finish(job.ctx, l) })
 	if err == nil {
-		b.finished(spec, res)
+		c.box.finished(spec, res)
 	}
 	return res, err
 }

@@ -2,7 +2,6 @@ package sandbox
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"runtime"
 	"syscall"
@@ -38,9 +37,10 @@ type warmSandbox struct {
 	// parentTasks are a slot parent's own threads before the task, which
 	// the task's process limits count on top of (cgroup_slot.go).
 	parentTasks int64
-	view        *nsConfig     // the view a slot's parent built (its tasks keep what /tmp covers)
-	jobs        chan warmJob  // a job at a time; closed to discard the sandbox
-	done        chan struct{} // closed once the init is reaped and torn down
+	view        *nsConfig       // the view a slot's parent built (its tasks keep what /tmp covers)
+	taskPolicy  *landlockPolicy // the Landlock policy a slot's tasks most likely carry
+	jobs        chan warmJob    // a job at a time; closed to discard the sandbox
+	done        chan struct{}   // closed once the init is reaped and torn down
 }
 
 type warmJob struct {
@@ -72,7 +72,7 @@ func (r *Runner) newWarm(k warmKey, hook func(*nsConfig)) (*warmSandbox, error) 
 			r.giveBack(m, b)
 			return nil, err
 		}
-		policy = nil
+		w.taskPolicy, policy = policy, nil
 	}
 	ready := make(chan error, 1)
 	go w.serve(r, plan.attr, plan.view, policy, slotEnd, ready)
@@ -170,9 +170,36 @@ func (w *warmSandbox) serve(r *Runner, attr *syscall.SysProcAttr, ns *nsConfig, 
 // discarded or a task leaves it unusable; after each task the slot goes
 // back to its pool, once nothing of the task is left in it, before the
 // task's result is handed over (so the run's refill finds it there).
+//
+// While idle the slot has the next task's init ready (readyChild: a home
+// of the default disk limit, the key's Landlock ruleset), made once the
+// slot is back, with the cgroup at its default limits.
 func (w *warmSandbox) serveSlot(r *Runner, kill, teardown func()) {
-	for job := range w.jobs {
-		res, err := w.slotTask(job)
+	var next *readyChild
+	for {
+		if next == nil {
+			next = w.nextChild(r)
+		}
+		job, ok := <-w.jobs
+		if !ok {
+			break
+		}
+		c := next
+		next = nil
+		if c == nil || c.size != job.l.spec.Limits.Disk {
+			if c != nil {
+				c.discard()
+			}
+			var err error
+			if c, err = w.readyChild(job.l.spec.Limits.Disk, job.l.cfg.Landlock); err != nil {
+				r.unlendWarm(w)
+				kill()
+				teardown()
+				job.out <- warmOut{err: err}
+				return
+			}
+		}
+		res, err := w.slotTask(job, c)
 		why := ""
 		switch {
 		case err != nil:
@@ -193,9 +220,34 @@ func (w *warmSandbox) serveSlot(r *Runner, kill, teardown func()) {
 		}
 		job.out <- warmOut{res: res, err: err}
 	}
+	if next != nil {
+		next.discard()
+	}
 	r.unlendWarm(w)
 	kill()
 	teardown()
+}
+
+// nextChild readies the next task's init while the slot is idle: the
+// cgroup back at the default limits (a task's own could be too small for
+// an init's start), the parent's own threads counted first. A failure
+// leaves it to the next task to fork its own (and fail the slot then).
+func (w *warmSandbox) nextChild(r *Runner) *readyChild {
+	n, err := w.cg.tasksNow()
+	if err == nil {
+		w.parentTasks = n
+		err = w.cg.setLimits(r.cfg.Defaults.Memory, r.cfg.Defaults.Processes+n)
+	}
+	if err != nil {
+		r.log.Debug().Err(err).Msg("slot: the next task's init is not made ahead")
+		return nil
+	}
+	c, err := w.readyChild(r.cfg.Defaults.Disk, w.taskPolicy)
+	if err != nil {
+		r.log.Debug().Err(err).Msg("slot: the next task's init is not made ahead")
+		return nil
+	}
+	return c
 }
 
 // run hands the task to the warm sandbox's goroutine and waits for the
@@ -212,13 +264,7 @@ func (w *warmSandbox) run(ctx context.Context, l initLaunch) (*Result, error) {
 // in it.
 func (w *warmSandbox) prepare(spec Spec) error {
 	if w.slot != nil {
-		// Each task mounts a home of its own limit (slotTask).
-		var err error
-		if w.parentTasks, err = w.cg.beginTask(spec.Limits.Memory, spec.Limits.Processes); err != nil {
-			w.discard()
-			return fmt.Errorf("%w: set cgroup limits: %w", errSlotGone, err)
-		}
-		return nil
+		return nil // each task gets a home of its limit and its cgroup limits in the slot (slotTask)
 	}
 	err := w.home.resize(spec.Limits.Disk)
 	if err == nil {

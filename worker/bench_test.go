@@ -57,8 +57,9 @@ func percentile(d []time.Duration, p float64) time.Duration {
 // BenchmarkQueueVsDirect runs the same trivial tasks (/bin/true) through the
 // whole system (publish -> broker -> worker -> sandbox -> result stored) and
 // directly through the same sandbox runner with the same parallelism, in the
-// same run, and reports throughput and latency with their ratios. A third
-// baseline is plain fork/exec without any sandbox.
+// same run, and reports throughput and latency with their ratios. Two more
+// baselines: plain fork/exec without any sandbox, and bwrap spawning the
+// command directly (issue 14's goal: system/bwrap >= 1).
 func BenchmarkQueueVsDirect(b *testing.B) {
 	const tasks = 300
 	par := runtime.NumCPU()
@@ -67,7 +68,11 @@ func BenchmarkQueueVsDirect(b *testing.B) {
 	startWorker(b, br, "bench", workerOpts{capacity: par, runner: runner})
 	b.Logf("sandbox: %s, parallelism %d, %d tasks per round", mode, par, tasks)
 
-	var sysRate, dirRate, forkRate float64
+	// The baseline of issue 14: bwrap with namespace mode's view (without
+	// its /etc files, which /bin/true does not need: a cheaper baseline).
+	bwrap := sandboxtest.Bwrap(b)
+	bargs := sandboxtest.BwrapArgs(b.TempDir(), nil, "/bin/true")
+	var sysRate, dirRate, forkRate, bwrapRate float64
 	var sysLat, dirLat []time.Duration
 	for round := 0; b.Loop(); round++ {
 		// Direct: the same runner, the same parallelism.
@@ -110,9 +115,27 @@ func BenchmarkQueueVsDirect(b *testing.B) {
 		wg.Wait()
 		forkRate = tasks / time.Since(start).Seconds()
 
+		// bwrap spawning the same command directly, the same parallelism.
+		next.Store(0)
+		start = time.Now()
+		for range par {
+			wg.Go(func() {
+				for next.Add(1) <= tasks {
+					if out, err := exec.Command(bwrap, bargs...).CombinedOutput(); err != nil {
+						b.Errorf("bwrap: %v: %s", err, out)
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+		bwrapRate = tasks / time.Since(start).Seconds()
+
 		// Through the system: publish all, then wait for every result.
 		sysRate, sysLat = systemBatch(b, br, fmt.Sprintf("bench%d", round), tasks)
 	}
+	b.ReportMetric(bwrapRate, "bwrap_tasks/s")
+	b.ReportMetric(sysRate/bwrapRate, "system/bwrap")
 	b.ReportMetric(sysRate, "system_tasks/s")
 	b.ReportMetric(dirRate, "direct_tasks/s")
 	b.ReportMetric(forkRate, "forkexec_tasks/s")
