@@ -189,7 +189,11 @@
 // uid: the tmpfs belongs to the slot's user namespace), and the child
 // goes on exactly as any warm init: chdir, rlimits, capability drop,
 // Landlock, seccomp, exec. The parent reaps it and reports its wait
-// status, own CPU time and rusage. The worker kills it through the pidfd
+// status, own CPU time and rusage. While the slot is idle, its next
+// task's init is made ahead (forked, mounted, ruleset built, at the
+// default disk limit and with the cgroup at its default limits), so a
+// task that arrives pays only its files, its limits and its exec; a task
+// with another disk limit gets a child forked for it. The worker kills it through the pidfd
 // (wall timeout, cancel), which takes its pid namespace with it.
 //
 // Nothing a task can change outlives it, each for its own reason: its
