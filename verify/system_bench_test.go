@@ -38,12 +38,14 @@ func BenchmarkCoqSystem(b *testing.B) {
 	require.Empty(b, skipped)
 	br := brokertest.Start(b, brokertest.Options{})
 	nc, _ := br.Dial(b, "bench-worker")
-	// The runner as `warren worker` builds it: dedicated init, warm sandboxes.
+	// The runner as `warren worker` builds it: dedicated init, warm sandboxes
+	// (slots: homes bounded at the worker's default disk limit).
 	root, err := os.MkdirTemp("", "warren-bench-")
 	require.NoError(b, err)
 	require.NoError(b, os.Chmod(root, 0o755))
 	b.Cleanup(func() { _ = os.RemoveAll(root) })
-	runner, err := sandbox.New(sandbox.Config{ScratchRoot: root, InitPath: sandboxtest.BuildInit(b), Prestart: par})
+	runner, err := sandbox.New(sandbox.Config{ScratchRoot: root, InitPath: sandboxtest.BuildInit(b), Prestart: par,
+		Defaults: sandbox.Limits{Disk: sandbox.DefaultDisk}})
 	require.NoError(b, err)
 	b.Cleanup(func() { _ = runner.Close() })
 	require.NoError(b, runner.Start(context.Background()))
