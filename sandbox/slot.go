@@ -275,10 +275,17 @@ func (w *warmSandbox) slotTask(job warmJob, c *readyChild) (*Result, error) {
 // slotClean reports whether nothing of the last task is left in the slot:
 // its cgroup holds the slot parent alone (the task's pid namespace dies
 // with its init, just after the parent reaps it: allow it a moment).
+// Without a cgroup (an unprivileged worker on cgroup v1): the parent has
+// no child left, as every process of a task is in the pid namespace of
+// the task's init, the parent's child.
 func (w *warmSandbox) slotClean() bool {
+	clean := func() bool { return w.cg.holdsOnly(w.pid) }
+	if w.cg == nil {
+		clean = func() bool { return childless(w.pid) }
+	}
 	deadline := time.Now().Add(releaseGrace)
 	for backoff := 50 * time.Microsecond; ; backoff = min(2*backoff, 10*time.Millisecond) {
-		if w.cg.holdsOnly(w.pid) {
+		if clean() {
 			return true
 		}
 		if time.Now().After(deadline) {
@@ -342,4 +349,21 @@ func (w *warmSandbox) fresh(size int64) *initproc.Fresh {
 		}
 	}
 	return f
+}
+
+// childless reports whether no thread of pid has a child left (its
+// /proc/<pid>/task/<tid>/children lists are empty).
+func childless(pid int) bool {
+	dir := "/proc/" + strconv.Itoa(pid) + "/task"
+	tids, err := os.ReadDir(dir)
+	if err != nil {
+		return false
+	}
+	for _, t := range tids {
+		b, err := os.ReadFile(dir + "/" + t.Name() + "/children")
+		if err != nil || len(strings.TrimSpace(string(b))) > 0 {
+			return false
+		}
+	}
+	return true
 }
