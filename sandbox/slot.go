@@ -107,8 +107,12 @@ func (p *slotParent) spawn(files [initproc.SlotTaskFDs]*os.File) (*slotChild, er
 // kills it through its pidfd and learns how it ended from the parent.
 type slotChild struct {
 	parent *slotParent
-	pidfd  int
 	pid    int
+
+	// mu guards pidfd: the wall timer's kill may race the reap, which
+	// closes it (a closed descriptor's number may be reused by then).
+	mu    sync.Mutex
+	pidfd int // -1 once reaped
 
 	once sync.Once
 	end  initEnd
@@ -120,6 +124,8 @@ func (c *slotChild) hostPID() int { return c.pid }
 // kill SIGKILLs the task's init, and with it its pid namespace (the
 // namespace mode has no kill tree).
 func (c *slotChild) kill(func(*os.Process)) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	if c.pidfd >= 0 {
 		_ = unix.PidfdSendSignal(c.pidfd, unix.SIGKILL, nil, 0)
 	}
@@ -140,8 +146,10 @@ func (c *slotChild) reap() (initEnd, error) {
 		} else {
 			c.end = initEnd{status: e.Status, ownCPU: e.OwnCPU, cpu: e.User + e.Sys, maxRSS: e.MaxRSS * 1024}
 		}
+		c.mu.Lock()
 		_ = unix.Close(c.pidfd)
 		c.pidfd = -1
+		c.mu.Unlock()
 	})
 	return c.end, c.err
 }
