@@ -47,18 +47,8 @@ func (r *Runner) newScratch(caller string) (scratchDir, error) {
 // root, hands the whole tree to the sandbox uid. It never follows a link
 // found in the directory.
 func (s *scratchDir) fill(spec Spec, uid, gid uint32) error {
-	if err := writeFiles(s.path, spec.Files); err != nil {
+	if err := s.write(spec); err != nil {
 		return err
-	}
-	if spec.Cwd != "" {
-		root, err := os.OpenRoot(s.path)
-		if err == nil {
-			err = root.MkdirAll(spec.Cwd, 0o755)
-			_ = root.Close()
-		}
-		if err != nil {
-			return &SetupError{Step: "create cwd", Path: spec.Cwd, Err: err}
-		}
 	}
 	if os.Geteuid() != 0 {
 		return nil
@@ -76,6 +66,26 @@ func (s *scratchDir) fill(spec Spec, uid, gid uint32) error {
 	}
 	if err := chownTree(s.path, int(uid), int(gid)); err != nil {
 		return &SetupError{Step: "chown scratch", Path: s.path, Err: err}
+	}
+	return nil
+}
+
+// write writes spec.Files and the Cwd into the scratch directory, owned
+// by whoever writes them (fill hands them to the sandbox uid; a slot's
+// worker writes them as that uid already).
+func (s *scratchDir) write(spec Spec) error {
+	if err := writeFiles(s.path, spec.Files); err != nil {
+		return err
+	}
+	if spec.Cwd != "" {
+		root, err := os.OpenRoot(s.path)
+		if err == nil {
+			err = root.MkdirAll(spec.Cwd, 0o755)
+			_ = root.Close()
+		}
+		if err != nil {
+			return &SetupError{Step: "create cwd", Path: spec.Cwd, Err: err}
+		}
 	}
 	return nil
 }

@@ -68,14 +68,10 @@ func newSlotSocket() (*slotParent, *os.File, error) {
 
 func (p *slotParent) close() { _ = p.conn.Close() }
 
-// spawn asks the parent for a task's init with files as its 0..4 (stdin,
+// spawn asks the parent for a task's init with fds as its 0..4 (stdin,
 // stdout, stderr, config pipe, status pipe) and returns it once forked.
-func (p *slotParent) spawn(files [initproc.SlotTaskFDs]*os.File) (*slotChild, error) {
-	fds := make([]int, len(files))
-	for i, f := range files {
-		fds[i] = int(f.Fd())
-	}
-	if _, _, err := p.conn.WriteMsgUnix([]byte{'t'}, unix.UnixRights(fds...), nil); err != nil {
+func (p *slotParent) spawn(fds [initproc.SlotTaskFDs]int) (*slotChild, error) {
+	if _, _, err := p.conn.WriteMsgUnix([]byte{'t'}, unix.UnixRights(fds[:]...), nil); err != nil {
 		return nil, fmt.Errorf("%w: send task: %w", errSlotGone, err)
 	}
 	buf := make([]byte, 16)
@@ -195,32 +191,33 @@ type readyChild struct {
 // readyChild forks a task's init in slot w with a home of size bytes and
 // the Landlock ruleset policy built ahead, and waits until it is ready.
 func (w *warmSandbox) readyChild(size int64, policy *landlockPolicy) (*readyChild, error) {
-	pipes, err := newStdioPipes()
-	if err != nil {
-		return nil, fmt.Errorf("%w: stdio pipes: %w", errSlotGone, err)
+	// The child's ends are bare descriptors, sent to the parent and closed:
+	// only the worker's ends are files the runtime's poller serves.
+	var kept [initproc.SlotTaskFDs]*os.File
+	var ends [initproc.SlotTaskFDs]int
+	closeAll := func() {
+		for i := range kept {
+			if kept[i] != nil {
+				kept[i].Close()
+			}
+		}
 	}
-	confR, confW, err := os.Pipe()
-	if err != nil {
-		pipes.close()
-		return nil, fmt.Errorf("%w: config pipe: %w", errSlotGone, err)
+	for i, keepRead := range [initproc.SlotTaskFDs]bool{false, true, true, false, true} { // stdin, stdout, stderr, config, status
+		var err error
+		if kept[i], ends[i], err = pipeFor(keepRead); err != nil {
+			closeFDs(ends[:i])
+			closeAll()
+			return nil, fmt.Errorf("%w: pipes: %w", errSlotGone, err)
+		}
 	}
-	statusR, statusW, err := os.Pipe()
+	child, err := w.slot.spawn(ends)
+	closeFDs(ends[:])
 	if err != nil {
-		pipes.close()
-		confR.Close()
-		confW.Close()
-		return nil, fmt.Errorf("%w: status pipe: %w", errSlotGone, err)
-	}
-	child, err := w.slot.spawn([initproc.SlotTaskFDs]*os.File{pipes.inR, pipes.outW, pipes.errW, confR, statusW})
-	pipes.closeChildEnds()
-	confR.Close()
-	statusW.Close()
-	if err != nil {
-		pipes.close()
-		confW.Close()
-		statusR.Close()
+		closeAll()
 		return nil, err
 	}
+	pipes := &stdioPipes{inW: kept[0], outR: kept[1], errR: kept[2]}
+	confW, statusR := kept[3], kept[4]
 	// Born in the slot's cgroup (the parent's), so attached already.
 	c := &readyChild{child: child, pipes: pipes, size: size,
 		s: &startedInit{proc: child, confW: confW, statusR: statusR, start: time.Now(), attached: true, born: true}}
@@ -262,8 +259,10 @@ func (w *warmSandbox) slotTask(job warmJob, c *readyChild) (*Result, error) {
 	err := w.cg.beginTask(spec.Limits.Memory, spec.Limits.Processes+w.parentTasks)
 	if err != nil {
 		err = &SetupError{Step: "set cgroup limits", Err: err}
-	} else {
-		err = asSlotUID(c.box.uid, c.box.gid, func() error { return c.box.fill(spec) })
+	} else if len(spec.Files) > 0 || spec.Cwd != "" {
+		// As the slot's uid: the files are its own as they are made (no
+		// chown walk), and root's ids have no name in the home's tmpfs.
+		err = asSlotUID(c.box.uid, c.box.gid, func() error { return c.box.reached().write(spec) })
 	}
 	if err != nil {
 		c.child.kill(nil)
@@ -374,4 +373,24 @@ func childless(pid int) bool {
 		}
 	}
 	return true
+}
+
+// pipeFor makes a pipe whose end kept here (the read end when keepRead)
+// is a file the runtime's poller serves and whose other end is a bare
+// descriptor for a child (close-on-exec: it reaches the child only by
+// SCM_RIGHTS).
+func pipeFor(keepRead bool) (*os.File, int, error) {
+	var p [2]int
+	if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
+		return nil, -1, err
+	}
+	kept, end := p[1], p[0]
+	if keepRead {
+		kept, end = p[0], p[1]
+	}
+	if err := unix.SetNonblock(kept, true); err != nil {
+		closeFDs(p[:])
+		return nil, -1, err
+	}
+	return os.NewFile(uintptr(kept), "pipe"), end, nil
 }

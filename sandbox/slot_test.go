@@ -49,16 +49,17 @@ func waitSlotsFor(t *testing.T, r *Runner, view Spec, n int) []int {
 }
 
 // TestSlotServesTaskAfterTask: one slot runs three tasks in turn, each
-// as pid 1 of its own pid namespace, with its own files, and goes back to
-// the pool after each.
+// as pid 1 of its own pid namespace, with its own files and cwd (owned by
+// the task's uid, writable), and goes back to the pool after each.
 func TestSlotServesTaskAfterTask(t *testing.T) {
 	r := slotRunner(t, 1)
 	parent := waitSlots(t, r, 1)
 	for i := range 3 {
-		o := runIn(t, r, Spec{Argv: sh(`echo $$; cat f; ls -a $HOME | tr '\n' ' '`), Files: map[string][]byte{"f": []byte("file\n")}})
+		o := runIn(t, r, Spec{Argv: sh(`echo $$; cat ../f; ls -a $HOME | tr '\n' ' '; echo; basename $PWD; [ "$(stat -c %u ../f)" = "$(id -u)" ] && echo own; touch x && echo writable`),
+			Files: map[string][]byte{"f": []byte("file\n")}, Cwd: "sub"})
 		require.Equal(t, 0, o.res.ExitCode, o.stderr)
 		lines := strings.Split(strings.TrimSpace(o.stdout), "\n")
-		require.Equal(t, []string{"1", "file", ". .. .shm .tmp f"}, lines, "task %d: %s", i, o.stderr)
+		require.Equal(t, []string{"1", "file", ". .. .shm .tmp f sub ", "sub", "own", "writable"}, lines, "task %d: %s", i, o.stderr)
 		require.Equal(t, parent, waitSlots(t, r, 1), "the same slot served task %d", i)
 	}
 }
