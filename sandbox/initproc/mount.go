@@ -112,16 +112,8 @@ func setupNamespace(ns *NSConfig) error {
 	} else if err := mountFresh(root, "/tmp", "tmpfs", tmpfsFlags, fmt.Sprintf("mode=1777,size=%d", ns.TmpSize)); err != nil {
 		return fail("mount /tmp", "/tmp", err)
 	}
-	for i, b := range ns.Binds {
-		if err := bindInto(root, srcs[i], b.Source, b.Writable); err != nil {
-			return fail("bind", b.Source, err)
-		}
-	}
-	// After the binds: a link under a bound directory is the host's own.
-	for _, l := range ns.Symlinks {
-		if err := makeSymlink(root, l); err != nil {
-			return fail("symlink", l.Path, err)
-		}
+	if err := bindAndLink(root, srcs, ns.Binds, ns.Symlinks); err != nil {
+		return err
 	}
 	for i, d := range ViewDevices {
 		if err := bindInto(root, devs[i], d, true); err != nil {
@@ -166,6 +158,23 @@ func setupNamespace(ns *NSConfig) error {
 		_ = unix.Close(s.fd)
 	}
 	_ = unix.Close(root)
+	return nil
+}
+
+// bindAndLink binds each opened source at its bind's path under root,
+// then makes the symlinks: after the binds, since a link under a bound
+// directory is the host's own.
+func bindAndLink(root int, srcs []openedSource, binds []Bind, links []Symlink) error {
+	for i, b := range binds {
+		if err := bindInto(root, srcs[i], b.Source, b.Writable); err != nil {
+			return fail("bind", b.Source, err)
+		}
+	}
+	for _, l := range links {
+		if err := makeSymlink(root, l); err != nil {
+			return fail("symlink", l.Path, err)
+		}
+	}
 	return nil
 }
 

@@ -289,17 +289,7 @@ func setupFresh(f *Fresh) error {
 			return fail(Step("bind "+p), f.Home.Path+"/"+tmpInDirs[i], err)
 		}
 	}
-	for i, b := range f.Keep {
-		if err := bindInto(root, keep[i], b.Source, b.Writable); err != nil {
-			return fail("bind", b.Source, err)
-		}
-	}
-	for _, l := range f.Symlinks {
-		if err := makeSymlink(root, l); err != nil {
-			return fail("symlink", l.Path, err)
-		}
-	}
-	return nil
+	return bindAndLink(root, keep, f.Keep, f.Symlinks)
 }
 
 // UnderTmp reports whether path lies in /tmp or /dev/shm, which a slot's
