@@ -25,9 +25,9 @@ deps: ## Install the Debian packages the tests and demo need (as root) if missin
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
 	fi
 
+# All static (no cgo): no dynamic loader and libc start (its CPU probing
+# alone is ~2 ms of a client command in a VM), pure-Go resolver and user lookup.
 build: ## Build bin/warren (the client), bin/warren-host (broker, worker, doctor) and the sandbox binaries beside them
-	# All static (no cgo): no dynamic loader and libc start (its CPU probing
-	# alone is ~2 ms of a client command in a VM), pure-Go resolver and user lookup.
 	CGO_ENABLED=0 $(GO) build -tags client -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/warren
 	CGO_ENABLED=0 $(GO) build -ldflags "$(LDFLAGS)" -o $(dir $(BIN))warren-host ./cmd/warren
 	CGO_ENABLED=0 $(GO) build -o $(dir $(BIN))warren-sandbox-init ./cmd/warren-sandbox-init
