@@ -57,8 +57,11 @@ type Config struct {
 	// namespace-mode sandbox has its namespaces, cgroup, scratch directory
 	// and whole mount tree built; a warm Landlock-mode one its uid, home,
 	// cgroup and init; both wait for a task, which takes most of the start
-	// cost off a run's critical path. Each serves one run and is replaced in
-	// the background; each idle one holds a sandbox uid, a scratch directory
+	// cost off a run's critical path. In namespace mode with the Landlock
+	// layer and bounded homes (Defaults.Disk) each is a slot, reused task
+	// after task with fresh pid, IPC and mount namespaces per task (doc.go,
+	// "Slots"); otherwise each serves one run and is replaced in the
+	// background; each idle one holds a sandbox uid, a scratch directory
 	// and a few MB (and, with Defaults.Disk, a home tmpfs of that size).
 	// Runs whose stdio are *os.File, with Spec.Scratch, or with a disk
 	// limit a warm home cannot take (disk_quota.go warmServes), start cold. Start starts them, Close releases them. Defaults to 0 (every run
