@@ -5,11 +5,14 @@
 # that user. CI=true is passed through, so a missing kernel feature fails
 # instead of skipping.
 SANDBOX_TEST_USER ?= warren-test
-SANDBOX_TEST_BIN  ?= /tmp/warren-sandbox-unpriv.test
-SANDBOX_FILES_BIN ?= /tmp/warren-sandbox-files-unpriv.test
-SANDBOX_INIT_BIN  ?= /tmp/warren-sandbox-unpriv-init
-SESSION_TEST_BIN  ?= /tmp/warren-session-unpriv.test
-SESSION_AGENT_BIN ?= /tmp/warren-session-unpriv-agent
+# The binaries go where the test user can run them, named after this
+# checkout: two checkouts testing at once must not remove each other's.
+UNPRIV_TAG        := $(shell printf %s "$(CURDIR)" | cksum | cut -d' ' -f1)
+SANDBOX_TEST_BIN  ?= /tmp/warren-sandbox-unpriv-$(UNPRIV_TAG).test
+SANDBOX_FILES_BIN ?= /tmp/warren-sandbox-files-unpriv-$(UNPRIV_TAG).test
+SANDBOX_INIT_BIN  ?= /tmp/warren-sandbox-unpriv-init-$(UNPRIV_TAG)
+SESSION_TEST_BIN  ?= /tmp/warren-session-unpriv-$(UNPRIV_TAG).test
+SESSION_AGENT_BIN ?= /tmp/warren-session-unpriv-agent-$(UNPRIV_TAG)
 
 .PHONY: test-sandbox-unpriv
 test-sandbox-unpriv: ## Run the sandbox tests as an unprivileged user (creates $(SANDBOX_TEST_USER) if missing)
