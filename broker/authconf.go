@@ -62,6 +62,8 @@ var tenantExports = []tenantExport{
 	{subject: jsAPI + ".CONSUMER.CREATE.KV_" + messages.BucketHosts + ".>", noToken: true},
 	{subject: jsAPI + ".CONSUMER.DELETE.KV_" + messages.BucketHosts + ".*", noToken: true},
 	{subject: jsAPI + ".DIRECT.GET.KV_" + messages.BucketHosts + ".>", noToken: true},
+	// ... and every entry in one batch get (the request body names them).
+	{subject: jsAPI + ".DIRECT.GET.KV_" + messages.BucketHosts, noToken: true, multi: true},
 	{subject: "$JS.FC.KV_" + messages.BucketHosts + ".>", local: true, noToken: true},
 	// Its inbox, for what the fleet delivers to it (the watcher above,
 	// sandbox exec output).

@@ -2,6 +2,9 @@ package broker
 
 import (
 	"cmp"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -248,4 +251,18 @@ func (r resource) want() jetstream.StreamConfig {
 		Storage:           b.Storage,
 		Replicas:          max(b.Replicas, 1),
 	}
+}
+
+// SetupDigest names the resource table this build wants (with the default
+// overrides): a client that recorded that a server was set up with the
+// same digest may skip Setup's lookups against that server (cmd/warren's
+// setup stamp). A build that changes any resource has another digest.
+func SetupDigest() string {
+	var all []any
+	for _, r := range resources(StreamConfig{}) {
+		all = append(all, r.stream, r.bucket, r.object)
+	}
+	b, _ := json.Marshal(all)
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:12])
 }

@@ -3,6 +3,8 @@ package scheduler
 import (
 	"context"
 	"fmt"
+	"sync"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -17,7 +19,24 @@ type Client struct {
 	js  jetstream.JetStream
 	cfg Config
 	log zerolog.Logger
+
+	// handles are the streams and buckets looked up lately (each lookup is
+	// a round trip that returns the resource's configuration).
+	handlesMu sync.Mutex
+	handles   map[string]handle
 }
+
+// handle is a stream or bucket looked up at a time.
+type handle struct {
+	v  any
+	at time.Time
+}
+
+// handleTTL is how long a looked-up stream or bucket is reused: a
+// publication's steps (size check, manifest create, update) share one
+// lookup, and a long-lived client sees a changed configuration (a raised
+// max_msg_size) within this.
+const handleTTL = 30 * time.Second
 
 // New returns a Client on nc. The client owns no connection: closing nc is
 // the caller's job.
@@ -44,19 +63,45 @@ func New(nc *nats.Conn, cfg Config) (*Client, error) {
 }
 
 func (c *Client) bucket(ctx context.Context, name string) (jetstream.KeyValue, error) {
-	kv, err := retry(ctx, c, "open bucket "+name, func() (jetstream.KeyValue, error) { return c.js.KeyValue(ctx, name) })
-	if err != nil {
-		return nil, fmt.Errorf("scheduler: open bucket %s (has the broker been set up?): %w", name, err)
-	}
-	return kv, nil
+	return lookup(ctx, c, "bucket "+name, func() (jetstream.KeyValue, error) { return c.js.KeyValue(ctx, name) })
 }
 
 func (c *Client) stream(ctx context.Context, name string) (jetstream.Stream, error) {
-	s, err := retry(ctx, c, "open stream "+name, func() (jetstream.Stream, error) { return c.js.Stream(ctx, name) })
-	if err != nil {
-		return nil, fmt.Errorf("scheduler: open stream %s (has the broker been set up?): %w", name, err)
+	return lookup(ctx, c, "stream "+name, func() (jetstream.Stream, error) { return c.js.Stream(ctx, name) })
+}
+
+// lookup returns the handle of what (a stream or bucket) looked up within
+// handleTTL, else looks it up with open (retried while the broker is
+// unavailable) and keeps it.
+func lookup[T any](ctx context.Context, c *Client, what string, open func() (T, error)) (T, error) {
+	c.handlesMu.Lock()
+	h, ok := c.handles[what]
+	c.handlesMu.Unlock()
+	if ok && time.Since(h.at) < handleTTL {
+		return h.v.(T), nil
 	}
-	return s, nil
+	v, err := retry(ctx, c, "open "+what, open)
+	if err != nil {
+		return v, fmt.Errorf("scheduler: open %s (has the broker been set up?): %w", what, err)
+	}
+	c.handlesMu.Lock()
+	if c.handles == nil {
+		c.handles = map[string]handle{}
+	}
+	c.handles[what] = handle{v: v, at: time.Now()}
+	c.handlesMu.Unlock()
+	return v, nil
+}
+
+// prefetch looks up, concurrently and ahead of their use, the streams and
+// buckets a publication will open (errors are left to the use).
+func (c *Client) prefetch(ctx context.Context) {
+	var wg sync.WaitGroup
+	wg.Go(func() { _, _ = c.bucket(ctx, messages.BucketBatches) })
+	if c.cfg.Tenant == "" { // a tenant's size check needs no stream lookup (size.go)
+		wg.Go(func() { _, _ = c.stream(ctx, messages.StreamTasks) })
+	}
+	wg.Wait()
 }
 
 // checkBatchID refuses a batch id that cannot be a subject token.

@@ -120,7 +120,11 @@ func (c *Client) Collect(ctx context.Context, o CollectOptions) (*CollectReport,
 			return rep, err
 		}
 	}
-	cons, err := c.js.OrderedConsumer(ctx, messages.StreamResults, jetstream.OrderedConsumerConfig{FilterSubjects: []string{filter}})
+	// Retried like every request: a broker restarting just then (its
+	// JetStream still recovering) answers the create late or not at all.
+	cons, err := retry(ctx, c, "watch results", func() (jetstream.Consumer, error) {
+		return c.js.OrderedConsumer(ctx, messages.StreamResults, jetstream.OrderedConsumerConfig{FilterSubjects: []string{filter}})
+	})
 	if err != nil {
 		return rep, fmt.Errorf("scheduler: read results of %s: %w", o.Batch, err)
 	}

@@ -62,6 +62,25 @@
 // delivery restarts the output with a notice) and takes the result from the
 // stream, which is authoritative; if ctx ends first it cancels the task.
 //
+// # Round trips
+//
+// A one-off `warren exec` is mostly round trips to the broker, so each is
+// counted. Streams and buckets a Client looked up are reused for
+// handleTTL (a publication's size check, manifest create and update share
+// one lookup; a long-lived client sees a changed configuration within
+// it). The manifest is marked complete from the revision its create
+// returned, read again only if another writer changed it. Exec subscribes
+// without a flush (the server reads a connection in order, and the SUB
+// precedes the task's publication), and meanwhile checks the host registry
+// (Hosts: one batch direct get of every entry, not a consumer and a get
+// per host) and looks up what the publication needs. Against a running
+// `warren up`, the ~12 round trips in sequence before the task was
+// published (JetStream check, setup, flush, registry lookup, consumer and
+// get per host, size check, manifest lookup and create, publish) are now
+// one concurrent round, then manifest create and publish; the setup is
+// skipped by cmd/warren's setup stamp, and the manifest's completion runs
+// while the task does.
+//
 // # Limits
 //
 // One task is at most messages.MaxTaskBytes encoded, and its message with

@@ -71,6 +71,12 @@ func (c *Client) Exec(ctx context.Context, t messages.Task, stdout, stderr io.Wr
 	// (each a round trip to the broker); nothing is published before it
 	// said yes.
 	gate := make(chan error, 1)
+	// And meanwhile the lookups the publication makes (size check,
+	// manifest), so they cost it no round trip.
+	prefetched := make(chan struct{})
+	pctx, stopPrefetch := context.WithCancel(ctx)
+	go func() { c.prefetch(pctx); close(prefetched) }()
+	defer func() { stopPrefetch(); <-prefetched }()
 	go func() {
 		if o.beforePublish == nil {
 			gate <- nil
@@ -86,15 +92,9 @@ func (c *Client) Exec(ctx context.Context, t messages.Task, stdout, stderr io.Wr
 	}
 	defer func() { _ = sub.Unsubscribe() }()
 	_ = sub.SetPendingLimits(eventBuffer, 64<<20)
-	// The server must know the subscription before the task exists.
-	// FlushWithContext needs a deadline; the caller's ctx may have none.
-	flushCtx, cancelFlush := context.WithTimeout(ctx, 10*time.Second)
-	err = c.nc.FlushWithContext(flushCtx)
-	cancelFlush()
-	if err != nil {
-		<-gate
-		return nil, fmt.Errorf("scheduler: exec: %w", err)
-	}
+	// The server must know the subscription before the task exists. It
+	// does without a flush: it reads a connection's protocol in order, and
+	// the SUB is written before the task's publication on this connection.
 
 	resCtx, stopRes := context.WithCancel(ctx)
 	defer stopRes()
@@ -159,7 +159,9 @@ type resultOrErr struct {
 
 // awaitResult waits for the single result stored on subject.
 func (c *Client) awaitResult(ctx context.Context, subject string, out chan<- resultOrErr) {
-	cons, err := c.js.OrderedConsumer(ctx, messages.StreamResults, jetstream.OrderedConsumerConfig{FilterSubjects: []string{subject}})
+	cons, err := retry(ctx, c, "watch result", func() (jetstream.Consumer, error) {
+		return c.js.OrderedConsumer(ctx, messages.StreamResults, jetstream.OrderedConsumerConfig{FilterSubjects: []string{subject}})
+	})
 	if err != nil {
 		out <- resultOrErr{err: fmt.Errorf("scheduler: exec: watch result: %w", err)}
 		return

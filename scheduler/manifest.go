@@ -46,55 +46,49 @@ func (c *Client) getManifest(ctx context.Context, kv jetstream.KeyValue, batch s
 // createManifest is updateManifest for a batch that is most likely new
 // (a publication): it first tries to create the manifest fn makes of a
 // fresh one, without reading it first, and only when one exists reads and
-// updates it.
-func (c *Client) createManifest(ctx context.Context, batch string, fn func(m *messages.BatchManifest) error) (*messages.BatchManifest, error) {
-	kv, err := c.bucket(ctx, messages.BucketBatches)
-	if err != nil {
-		return nil, err
-	}
+// updates it. It returns the manifest stored and its revision.
+func (c *Client) createManifest(ctx context.Context, batch string, fn func(m *messages.BatchManifest) error) (*messages.BatchManifest, uint64, error) {
 	m := &messages.BatchManifest{V: messages.Version, Batch: batch}
-	if err := fn(m); err != nil {
-		return nil, err
-	}
-	data, err := json.Marshal(m)
-	if err != nil {
-		return nil, err
-	}
-	_, err = retry(ctx, c, "write manifest", func() (uint64, error) { return kv.Create(ctx, batch, data) })
-	switch {
-	case err == nil:
-		return m, nil
-	case errors.Is(err, jetstream.ErrKeyExists):
-		return c.updateManifest(ctx, batch, fn)
-	default:
-		return nil, fmt.Errorf("scheduler: write manifest of %s: %w", batch, err)
-	}
+	return c.updateManifestFrom(ctx, batch, m, 0, fn)
 }
 
 // updateManifest applies fn to the batch's manifest (a fresh one when absent)
 // and stores it with compare-and-set, retrying when another client changed
 // it in between: concurrent replays of one batch each get their own attempt.
 func (c *Client) updateManifest(ctx context.Context, batch string, fn func(m *messages.BatchManifest) error) (*messages.BatchManifest, error) {
+	m, _, err := c.updateManifestFrom(ctx, batch, nil, 0, fn)
+	return m, err
+}
+
+// updateManifestFrom is updateManifest starting from known, the manifest
+// believed to be stored at revision rev (0: absent), without reading it
+// first; a manifest changed since is read and fn applied to it again.
+// known == nil reads first. It returns the manifest stored and its
+// revision.
+func (c *Client) updateManifestFrom(ctx context.Context, batch string, known *messages.BatchManifest, rev uint64, fn func(m *messages.BatchManifest) error) (*messages.BatchManifest, uint64, error) {
 	kv, err := c.bucket(ctx, messages.BucketBatches)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	for {
-		m, rev, err := c.getManifest(ctx, kv, batch)
-		if err != nil {
-			return nil, err
-		}
+		m := known
+		known = nil
 		if m == nil {
-			m = &messages.BatchManifest{V: messages.Version, Batch: batch}
+			if m, rev, err = c.getManifest(ctx, kv, batch); err != nil {
+				return nil, 0, err
+			}
+			if m == nil {
+				m = &messages.BatchManifest{V: messages.Version, Batch: batch}
+			}
 		}
 		if err := fn(m); err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		data, err := json.Marshal(m)
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
-		_, err = retry(ctx, c, "write manifest", func() (uint64, error) {
+		stored, err := retry(ctx, c, "write manifest", func() (uint64, error) {
 			if rev == 0 {
 				return kv.Create(ctx, batch, data)
 			}
@@ -102,14 +96,14 @@ func (c *Client) updateManifest(ctx context.Context, batch string, fn func(m *me
 		})
 		switch {
 		case err == nil:
-			return m, nil
+			return m, stored, nil
 		case errors.Is(err, jetstream.ErrKeyExists), errors.Is(err, jetstream.ErrKeyRevisionMismatch):
 			if ctx.Err() != nil {
-				return nil, ctx.Err()
+				return nil, 0, ctx.Err()
 			}
-			continue // lost the race: re-read and re-apply
+			continue // lost the race (or a guess was wrong): re-read and re-apply
 		default:
-			return nil, fmt.Errorf("scheduler: write manifest of %s: %w", batch, err)
+			return nil, 0, fmt.Errorf("scheduler: write manifest of %s: %w", batch, err)
 		}
 	}
 }

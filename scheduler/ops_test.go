@@ -212,9 +212,23 @@ func TestHostsListsRegistry(t *testing.T) {
 	}
 	_, err = kv.Put(x.ctx, "garbage", []byte("not json"))
 	require.NoError(t, err)
+	// A host that deregistered leaves a delete marker, which is no host.
+	_, err = kv.Put(x.ctx, "gone", []byte(`{"id":"gone","pool":"default"}`))
+	require.NoError(t, err)
+	require.NoError(t, kv.Delete(x.ctx, "gone"))
+
+	// One batch read, whatever the number of hosts: no consumer, no get
+	// per key.
+	spy := apiSpy(t, x.b.URL, "$JS.API.>")
 	hosts, err = x.c.Hosts(x.ctx)
 	require.NoError(t, err)
 	require.Equal(t, []messages.HostInfo{in[1], in[0], in[2]}, hosts)
+	require.Equal(t, []string{"$JS.API.DIRECT.GET.KV_warren_hosts"}, spy.subjects(t, 1))
+
+	// The key-by-key read (servers without batch gets) finds the same.
+	listed, err := x.c.HostsListed(x.ctx)
+	require.NoError(t, err)
+	require.ElementsMatch(t, hosts, listed)
 }
 
 // syncBuffer is a bytes.Buffer safe for the progress ticker and the test.

@@ -56,7 +56,7 @@ func (c *Client) Publish(ctx context.Context, b *Batch) (*PublishReport, error) 
 		return rep, err
 	}
 	resume := false
-	_, err := c.createManifest(ctx, b.ID, func(m *messages.BatchManifest) error {
+	created, rev, err := c.createManifest(ctx, b.ID, func(m *messages.BatchManifest) error {
 		a, ok := m.Attempt(1)
 		if ok {
 			if a.Digest != b.Digest || a.Total != len(b.Tasks) {
@@ -98,7 +98,8 @@ func (c *Client) Publish(ctx context.Context, b *Batch) (*PublishReport, error) 
 	if err != nil {
 		return rep, err
 	}
-	_, err = c.updateManifest(ctx, b.ID, func(m *messages.BatchManifest) error {
+	// From the manifest just written: no read unless it changed since.
+	_, _, err = c.updateManifestFrom(ctx, b.ID, created, rev, func(m *messages.BatchManifest) error {
 		a, _ := m.Attempt(1)
 		a.Complete = true
 		m.SetAttempt(1, a)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -209,4 +211,67 @@ func TestPublishRefusesTaskOverTheStreamsMaxMsgSize(t *testing.T) {
 	require.Equal(t, 2, be.Errors[0].Line)
 	require.Contains(t, err.Error(), "over the max_msg_size of stream WARREN_TASKS of 4096 bytes")
 	require.EqualValues(t, 0, x.streamMsgs(t, messages.StreamTasks, messages.BatchTaskFilter("ms")))
+}
+
+// A publication looks each stream and bucket up once (and a later one on
+// the same client not at all), and marks its manifest complete from the
+// revision it created, without reading it back.
+func TestPublishLooksUpOnceAndWritesTheManifestWithoutReading(t *testing.T) {
+	x := setup(t)
+	spy := apiSpy(t, x.b.URL, "$JS.API.>")
+	_, err := x.c.Publish(x.ctx, mustBatch(t, 3, "looks"))
+	require.NoError(t, err)
+	got := spy.subjects(t, 2)
+	slices.Sort(got)
+	require.Equal(t, []string{"$JS.API.STREAM.INFO.KV_warren_batches", "$JS.API.STREAM.INFO.WARREN_TASKS"}, got)
+	m, err := x.c.Manifest(x.ctx, "looks")
+	require.NoError(t, err)
+	a, ok := m.Attempt(1)
+	require.True(t, ok)
+	require.True(t, a.Complete)
+	require.Equal(t, 3, a.Total)
+
+	spy.reset()
+	_, err = x.c.Publish(x.ctx, mustBatch(t, 2, "looks-again"))
+	require.NoError(t, err)
+	require.NoError(t, spy.nc.Flush())
+	spy.mu.Lock()
+	defer spy.mu.Unlock()
+	require.Empty(t, spy.seen, "the second publication reuses the lookups")
+}
+
+// The manifest changed between a publication's create and its update (a
+// concurrent replay of the batch): the update, made from the revision it
+// created, reads it again and keeps the other writer's change.
+func TestManifestUpdateFromAStaleRevisionRereads(t *testing.T) {
+	x := setup(t)
+	created, rev, err := x.c.CreateManifest(x.ctx, "race", func(m *messages.BatchManifest) error {
+		m.SetAttempt(1, messages.AttemptManifest{Total: 2})
+		return nil
+	})
+	require.NoError(t, err)
+	kv, err := x.b.JS.KeyValue(x.ctx, messages.BucketBatches)
+	require.NoError(t, err)
+	other := *created
+	other.Attempts = maps.Clone(created.Attempts)
+	other.SetAttempt(2, messages.AttemptManifest{Total: 9})
+	data, err := json.Marshal(&other)
+	require.NoError(t, err)
+	_, err = kv.Update(x.ctx, "race", data, rev)
+	require.NoError(t, err)
+
+	_, err = x.c.UpdateManifestFrom(x.ctx, "race", created, rev, func(m *messages.BatchManifest) error {
+		a, _ := m.Attempt(1)
+		a.Complete = true
+		m.SetAttempt(1, a)
+		return nil
+	})
+	require.NoError(t, err)
+	m, err := x.c.Manifest(x.ctx, "race")
+	require.NoError(t, err)
+	a1, _ := m.Attempt(1)
+	require.True(t, a1.Complete, "the update landed")
+	a2, ok := m.Attempt(2)
+	require.True(t, ok, "the other writer's change was kept")
+	require.Equal(t, 9, a2.Total)
 }

@@ -19,7 +19,10 @@ type session struct {
 	// localWorker starts an in-process worker on the embedded broker,
 	// stopped when the session closes; nil on a dialed broker.
 	localWorker func(context.Context) error
-	closers     []func()
+	// stampDir is the data dir of the recorded broker this session dialed
+	// ("" for any other): where its setup is stamped (setup_stamp.go).
+	stampDir string
+	closers  []func()
 }
 
 // Close releases the connection and anything started for it, last first.
@@ -84,6 +87,9 @@ func (g *globals) dialRecorded(ctx context.Context, url, name string, rec *broke
 		s.Close()
 		return nil, err
 	}
+	if rec != nil {
+		s.stampDir = g.DataDir
+	}
 	return s, nil
 }
 
@@ -100,10 +106,20 @@ func (s *session) init(ctx context.Context) error {
 		return err
 	}
 	s.JS = js
+	id := s.NC.ConnectedServerId()
+	if s.stampDir != "" && stampedSetup(s.stampDir, id) {
+		return nil // set up by an earlier command against this very server
+	}
 	if err := broker.CheckJetStream(ctx, js, s.NC); err != nil {
 		return err
 	}
-	return setupStreams(ctx, s.NC)
+	if err := setupStreams(ctx, s.NC); err != nil {
+		return err
+	}
+	if s.stampDir != "" {
+		_ = stampSetup(s.stampDir, id) // on failure the next command sets up again
+	}
+	return nil
 }
 
 // setupStreams creates the streams and buckets that are missing and checks

@@ -1,0 +1,23 @@
+package scheduler
+
+import (
+	"context"
+
+	"github.com/warrenhq/warren/messages"
+)
+
+// HostsListed is the registry read key by key, the fallback of Hosts.
+func (c *Client) HostsListed(ctx context.Context) ([]messages.HostInfo, error) {
+	return c.hostsListed(ctx)
+}
+
+// CreateManifest and UpdateManifestFrom are the publication's manifest
+// writes.
+func (c *Client) CreateManifest(ctx context.Context, batch string, fn func(*messages.BatchManifest) error) (*messages.BatchManifest, uint64, error) {
+	return c.createManifest(ctx, batch, fn)
+}
+
+func (c *Client) UpdateManifestFrom(ctx context.Context, batch string, known *messages.BatchManifest, rev uint64, fn func(*messages.BatchManifest) error) (uint64, error) {
+	_, stored, err := c.updateManifestFrom(ctx, batch, known, rev, fn)
+	return stored, err
+}
