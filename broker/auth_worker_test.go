@@ -75,3 +75,34 @@ func TestAuthWorkerNeedsNothingMoreThanItsRole(t *testing.T) {
 	default:
 	}
 }
+
+// TestAuthWorkerHearsItsPoolsTasks: a worker may subscribe to its pool's
+// task subjects (an idle worker's doorbell, worker/doorbell.go) and hears
+// a tenant's task published there through the tenant's import; another
+// pool's are refused.
+func TestAuthWorkerHearsItsPoolsTasks(t *testing.T) {
+	f := startAuthFleet(t)
+	wc := f.as(t, broker.WorkerCreds)
+	heard, err := wc.nc.SubscribeSync(messages.SubjectTasksPrefix + "." + messages.DefaultPool + ".>")
+	require.NoError(t, err)
+	require.NoError(t, wc.nc.Flush())
+	alice := f.as(t, "alice.creds")
+	sc, err := scheduler.New(alice.nc, scheduler.Config{APIPrefix: broker.TenantAPIPrefix, Tenant: "alice"})
+	require.NoError(t, err)
+	b, err := scheduler.NewBatch([]messages.Task{{ID: "t", Kind: messages.KindExec, Shell: "true"}}, scheduler.BatchOptions{Batch: "bell", Tenant: "alice"})
+	require.NoError(t, err)
+	_, err = sc.Publish(ctx10(t), b)
+	require.NoError(t, err)
+	m, err := heard.NextMsg(10 * time.Second)
+	require.NoError(t, err, "the worker hears the tenant's task")
+	require.Equal(t, messages.TaskSubject(messages.DefaultPool, messages.DefaultProfile, b.ID), m.Subject)
+	select {
+	case err := <-wc.errs:
+		t.Fatalf("the subscription needed more than the worker's role: %v", err)
+	default:
+	}
+
+	_, err = wc.nc.SubscribeSync(messages.SubjectTasksPrefix + ".gpu.>")
+	require.NoError(t, err)
+	wc.refused(t, messages.SubjectTasksPrefix+".gpu.>")
+}

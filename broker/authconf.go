@@ -163,6 +163,9 @@ func workerPermissions(pool string) (pub, sub []string) {
 		// Its pool's sandbox session requests (answered through
 		// allow_responses).
 		messages.SubjectSandboxPrefix + "." + pool + ".>",
+		// Its pool's tasks as they are published: an idle worker's
+		// doorbell (worker/doorbell.go) for a profile without a pull.
+		messages.SubjectTasksPrefix + "." + pool + ".>",
 	}
 	return pub, sub
 }

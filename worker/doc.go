@@ -31,7 +31,9 @@
 // starved and the pulls park again: each profile's pull waits holding a
 // free slot, up to 1 s (200 ms in turns when there are more profiles than
 // slots); the first task found ends the parking, and a parked slot comes
-// back within that wait.
+// back within that wait. A profile waiting for its turn listens for its
+// next task (doorbell.go): one published there preempts a parked pull, so
+// on an idle host no task waits for a turn while slots are free.
 //
 // # Verify tasks
 //

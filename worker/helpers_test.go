@@ -69,6 +69,7 @@ type workerOpts struct {
 	logTo      io.Writer            // debug-level log sink; default the test log at warn
 	isolation  []messages.Isolation // Config.Isolation; default none
 	metrics    prometheus.Registerer
+	rotateWait time.Duration // parked pulls' turns with more profiles than slots; default the worker's
 }
 
 func startWorker(t testing.TB, b *brokertest.Broker, name string, o workerOpts) *worker.Worker {
@@ -101,6 +102,9 @@ func startWorker(t testing.TB, b *brokertest.Broker, name string, o workerOpts) 
 		Metrics:     o.metrics,
 	})
 	require.NoError(t, err)
+	if o.rotateWait > 0 {
+		worker.SetRotateWait(w, o.rotateWait)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	require.NoError(t, w.Start(ctx))

@@ -26,6 +26,7 @@ type metrics struct {
 	redeliveries  *prometheus.CounterVec   // profile
 	deadLetters   *prometheus.CounterVec   // reason
 	pullErrors    *prometheus.CounterVec   // profile
+	doorbells     *prometheus.CounterVec   // profile
 }
 
 // warmReporter is a Runner with a warm pool (*sandbox.Runner).
@@ -58,6 +59,7 @@ func newMetrics(reg prometheus.Registerer, w *Worker) (*metrics, error) {
 		redeliveries:  counter("redeliveries_total", "Tasks received on a delivery after the first.", "profile"),
 		deadLetters:   counter("dead_letters_total", "Tasks copied to the dead-letter stream, by reason.", "reason"),
 		pullErrors:    counter("pull_errors_total", "Pulls from the task consumer that failed.", "profile"),
+		doorbells:     counter("doorbells_total", "Tasks an idle profile without a waiting pull heard published, which preempted a parked pull of another profile for them.", "profile"),
 	}
 	gauge := func(name, help string, f func() float64) prometheus.Collector {
 		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: metricsNamespace, Name: name, Help: help}, f)
@@ -66,7 +68,7 @@ func newMetrics(reg prometheus.Registerer, w *Worker) (*metrics, error) {
 		gauge("slots", "Sandbox slots of this host (its capacity).", func() float64 { return float64(w.cfg.Capacity) }),
 		gauge("slots_busy", "Slots running a task right now.", func() float64 { return float64(w.running.Load()) }),
 		gauge("sessions_open", "Sandbox sessions open on this host, each holding a slot.", func() float64 { return float64(w.sessions.Load()) }),
-		m.started, m.finished, m.duration, m.queueWait, m.setupFailures, m.verdicts, m.redeliveries, m.deadLetters, m.pullErrors,
+		m.started, m.finished, m.duration, m.queueWait, m.setupFailures, m.verdicts, m.redeliveries, m.deadLetters, m.pullErrors, m.doorbells,
 	}
 	if wr, ok := w.cfg.Runner.(warmReporter); ok {
 		collectors = append(collectors,
@@ -132,6 +134,13 @@ func (m *metrics) deadLettered(reason string) {
 		return
 	}
 	m.deadLetters.WithLabelValues(reason).Inc()
+}
+
+func (m *metrics) doorbellRang(profile string) {
+	if m == nil {
+		return
+	}
+	m.doorbells.WithLabelValues(profile).Inc()
 }
 
 func (m *metrics) pullFailed(profile string) {

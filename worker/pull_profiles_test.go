@@ -3,6 +3,7 @@ package worker_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
@@ -125,4 +126,51 @@ func TestIdleWorkerParksAPullPerProfile(t *testing.T) {
 	publishTo(t, b, "park-b", execTask("one-off", "x", "/bin/true"))
 	require.Equal(t, messages.StatusOK, collect(t, b.JS, "one-off", 1, time.Minute)["x"].Status)
 	require.Eventually(t, parked, 30*time.Second, 10*time.Millisecond, "parked again once idle")
+}
+
+// TestIdleWorkerHearsATaskOnAProfileWithoutAPull: one slot, two idle
+// profiles, so one profile's pull is parked and the other has none (the
+// turns last an hour here: only a liveness bound). A task published on
+// the profile without a pull starts anyway: its doorbell preempts the
+// parked pull and takes the slot. Then the same the other way round, and
+// the pulls park again.
+func TestIdleWorkerHearsATaskOnAProfileWithoutAPull(t *testing.T) {
+	b := brokertest.Start(t, brokertest.Options{})
+	profiles := []string{"bell-a", "bell-b"}
+	startWorker(t, b, "bell", workerOpts{profiles: profiles, pullWait: time.Hour, capacity: 1, rotateWait: time.Hour})
+	waiting := func(p string) int {
+		cons, err := b.JS.Consumer(context.Background(), messages.StreamTasks, messages.ConsumerName(messages.DefaultPool, p))
+		if err != nil {
+			return -1
+		}
+		ci, err := cons.Info(context.Background())
+		if err != nil {
+			return -1
+		}
+		return ci.NumWaiting
+	}
+	// unparked is the profile without a waiting pull, once one is parked.
+	unparked := func() string {
+		var p string
+		require.Eventually(t, func() bool {
+			a, b := waiting(profiles[0]), waiting(profiles[1])
+			switch {
+			case a == 1 && b == 0:
+				p = profiles[1]
+			case a == 0 && b == 1:
+				p = profiles[0]
+			default:
+				return false
+			}
+			return true
+		}, 30*time.Second, 10*time.Millisecond, "one parked pull, the other profile waiting for the slot")
+		return p
+	}
+	for i := range 2 {
+		p := unparked()
+		batch := fmt.Sprintf("bell-%d", i)
+		publishTo(t, b, p, execTask(batch, "x", "/bin/true"))
+		require.Equal(t, messages.StatusOK, collect(t, b.JS, batch, 1, time.Minute)["x"].Status, "a task on %s, which had no pull", p)
+	}
+	unparked()
 }

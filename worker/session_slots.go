@@ -46,6 +46,29 @@ func (f *fetchSet) preemptible(cancel context.CancelFunc) func() {
 	}
 }
 
+// waiting is how many pulls wait for a task.
+func (f *fetchSet) waiting() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.m)
+}
+
+// preemptOne ends the longest-waiting pull (its slot comes back), if any.
+func (f *fetchSet) preemptOne() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	oldest := 0
+	for id := range f.m {
+		if oldest == 0 || id < oldest {
+			oldest = id
+		}
+	}
+	if c, ok := f.m[oldest]; ok {
+		c()
+		delete(f.m, oldest)
+	}
+}
+
 func (f *fetchSet) preemptAll() {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -53,8 +53,11 @@ type Worker struct {
 	// busyProfiles counts the contested profiles whose last pull found a
 	// task; at zero, idle profiles park their pulls (see pullLoop).
 	busyProfiles atomic.Int64
-	peak         atomic.Int64
-	done         atomic.Int64
+	// rotateWait is how long each parked pull waits when there are more
+	// profiles than slots (rotateParkWait; tests lengthen it).
+	rotateWait time.Duration
+	peak       atomic.Int64
+	done       atomic.Int64
 
 	startOnce, stopOnce sync.Once
 	started             atomic.Bool
@@ -83,6 +86,8 @@ func New(nc *nats.Conn, cfg Config) (*Worker, error) {
 		slots:   make(chan struct{}, cfg.Capacity),
 		stopped: make(chan struct{}),
 		nudge:   make(chan struct{}, 1),
+
+		rotateWait: rotateParkWait,
 	}
 	for range cfg.Capacity {
 		w.slots <- struct{}{}
@@ -180,10 +185,8 @@ func (w *Worker) pullLoop(c jetstream.Consumer, profile string, contested bool) 
 		}
 	}()
 	for {
-		select {
-		case <-w.pullCtx.Done():
+		if !w.takeSlot(profile, contested) {
 			return
-		case <-w.slots:
 		}
 		var batch jetstream.MessageBatch
 		var err error
@@ -362,7 +365,7 @@ const (
 
 func (w *Worker) parkWait() time.Duration {
 	if len(w.cfg.profiles()) > w.cfg.Capacity {
-		return min(w.cfg.PullWait, rotateParkWait)
+		return min(w.cfg.PullWait, w.rotateWait)
 	}
 	return min(w.cfg.PullWait, maxParkWait)
 }
