@@ -48,7 +48,9 @@ func (c *Client) scanTasks(ctx context.Context, sc taskScan) ([]storedTask, erro
 		since := sc.Since
 		cfg.DeliverPolicy, cfg.OptStartTime = jetstream.DeliverByStartTimePolicy, &since
 	}
-	cons, err := c.js.OrderedConsumer(ctx, messages.StreamTasks, cfg)
+	cons, err := retry(ctx, c, "read tasks", func() (jetstream.Consumer, error) {
+		return c.js.OrderedConsumer(ctx, messages.StreamTasks, cfg)
+	})
 	if err != nil {
 		return nil, fmt.Errorf("scheduler: read tasks of %s: %w", sc.Batch, err)
 	}

@@ -29,10 +29,10 @@ func benchRunner(b *testing.B) (*sandbox.Runner, string) {
 	require.NoError(b, os.Chmod(dir, 0o755))
 	b.Cleanup(func() { _ = os.RemoveAll(dir) })
 	// As `warren worker` runs it: the dedicated init, a warm sandbox per
-	// slot, homes bounded at the worker's default disk limit (without it no
+	// slot and a spare, homes bounded at the worker's default disk limit (without it no
 	// task, bounded by the worker's DiskBytes, fits a warm home: every run
 	// was cold).
-	r, err := sandbox.New(sandbox.Config{ScratchRoot: dir, InitPath: sandboxtest.BuildInit(b), Prestart: runtime.NumCPU(),
+	r, err := sandbox.New(sandbox.Config{ScratchRoot: dir, InitPath: sandboxtest.BuildInit(b), Prestart: runtime.NumCPU() + 1,
 		Defaults: sandbox.Limits{Disk: sandbox.DefaultDisk}})
 	require.NoError(b, err)
 	b.Cleanup(func() { _ = r.Close() })
@@ -72,7 +72,10 @@ func BenchmarkQueueVsDirect(b *testing.B) {
 	// its /etc files, which /bin/true does not need: a cheaper baseline).
 	bwrap := sandboxtest.Bwrap(b)
 	bargs := sandboxtest.BwrapArgs(b.TempDir(), nil, "/bin/true")
-	var sysRate, dirRate, forkRate, bwrapRate float64
+	// Rates are over every round (tasks / the sum of the rounds' times), so
+	// one round's noise does not decide them.
+	var sysTime, dirTime, forkTime, bwrapTime time.Duration
+	var rounds int
 	var sysLat, dirLat []time.Duration
 	for round := 0; b.Loop(); round++ {
 		// Direct: the same runner, the same parallelism.
@@ -97,7 +100,7 @@ func BenchmarkQueueVsDirect(b *testing.B) {
 			})
 		}
 		wg.Wait()
-		dirRate = tasks / time.Since(start).Seconds()
+		dirTime += time.Since(start)
 
 		// Plain fork/exec, no sandbox.
 		next.Store(0)
@@ -113,7 +116,7 @@ func BenchmarkQueueVsDirect(b *testing.B) {
 			})
 		}
 		wg.Wait()
-		forkRate = tasks / time.Since(start).Seconds()
+		forkTime += time.Since(start)
 
 		// bwrap spawning the same command directly, the same parallelism.
 		next.Store(0)
@@ -129,11 +132,16 @@ func BenchmarkQueueVsDirect(b *testing.B) {
 			})
 		}
 		wg.Wait()
-		bwrapRate = tasks / time.Since(start).Seconds()
+		bwrapTime += time.Since(start)
 
 		// Through the system: publish all, then wait for every result.
+		var sysRate float64
 		sysRate, sysLat = systemBatch(b, br, fmt.Sprintf("bench%d", round), tasks)
+		sysTime += time.Duration(float64(time.Second) * tasks / sysRate)
+		rounds++
 	}
+	rate := func(d time.Duration) float64 { return float64(rounds*tasks) / d.Seconds() }
+	sysRate, dirRate, forkRate, bwrapRate := rate(sysTime), rate(dirTime), rate(forkTime), rate(bwrapTime)
 	b.ReportMetric(bwrapRate, "bwrap_tasks/s")
 	b.ReportMetric(sysRate/bwrapRate, "system/bwrap")
 	b.ReportMetric(sysRate, "system_tasks/s")

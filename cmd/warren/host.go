@@ -125,8 +125,10 @@ func (h *host) start(ctx context.Context) error {
 		AllowInsecure: h.f.InsecureNoIsolation,
 		Logger:        h.log,
 		// One warm sandbox per slot (the worker's default capacity is one
-		// slot per CPU).
-		Prestart: min(cmp.Or(h.f.Capacity, runtime.NumCPU()), 64),
+		// slot per CPU), and one more: after each task a slot makes its
+		// next task's init (2-3 ms), and meanwhile a task finds the spare
+		// ready (docs/benchmarks.md, "A spare slot").
+		Prestart: min(cmp.Or(h.f.Capacity, runtime.NumCPU())+1, 64),
 	}))
 	if err != nil {
 		return err
