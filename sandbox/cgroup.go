@@ -135,6 +135,8 @@ type runCgroup struct {
 	peakUnknown bool
 	// limits are the memory and pids limits last written (zero: none).
 	limits [2]int64
+	// kept are its counter files, open (cgroup_files.go).
+	kept keptFiles
 }
 
 func (c cgroupSupport) create(name string, memory, pids int64) (*runCgroup, error) {
@@ -250,9 +252,9 @@ func (cg *runCgroup) readMemoryFile(v1, v2 string) ([]byte, error) {
 		return nil, os.ErrNotExist
 	}
 	if cg.version == 2 {
-		return os.ReadFile(filepath.Join(cg.dirs[""], v2))
+		return cg.kept.read(cg.keptPath("", v2))
 	}
-	return os.ReadFile(filepath.Join(cg.dirs["memory"], v1))
+	return cg.kept.read(cg.keptPath("memory", v1))
 }
 
 // empty reports whether no process is left in the cgroup.
@@ -272,6 +274,7 @@ func (cg *runCgroup) remove() error {
 		return nil
 	}
 	cg.endTask()
+	cg.kept.close()
 	deadline := time.Now().Add(2 * time.Second)
 	var errs []error
 	for _, dir := range cg.dirs {

@@ -15,6 +15,9 @@ import (
 func (cg *runCgroup) holdsOnly(pid int) bool {
 	want := strconv.Itoa(pid)
 	for _, dir := range cg.dirs {
+		// Opened afresh each time, never kept (cgroup_files.go): a v1
+		// cgroup.procs descriptor read again serves the pid list it loaded
+		// first for up to a second, which would miss a leftover process.
 		b, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
 		if err != nil || strings.TrimSpace(string(b)) != want {
 			return false
@@ -40,7 +43,7 @@ func (cg *runCgroup) beginTask(memory, pids int64) error {
 		return err
 	}
 	if cg.version == 1 {
-		return os.WriteFile(filepath.Join(cg.dirs["memory"], "memory.max_usage_in_bytes"), []byte("0"), 0)
+		return cg.kept.write(cg.keptPath("memory", "memory.max_usage_in_bytes"), "0")
 	}
 	f, err := os.OpenFile(filepath.Join(cg.dirs[""], "memory.peak"), os.O_RDWR, 0)
 	if err != nil {
@@ -75,11 +78,7 @@ func (cg *runCgroup) endTask() {
 
 // readPids reads a number from the cgroup's pids controller.
 func (cg *runCgroup) readPids(name string) (int64, error) {
-	dir := cg.dirs["pids"]
-	if cg.version == 2 {
-		dir = cg.dirs[""]
-	}
-	b, err := os.ReadFile(filepath.Join(dir, name))
+	b, err := cg.kept.read(cg.keptPath("pids", name))
 	if err != nil {
 		return 0, err
 	}
