@@ -17,7 +17,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	goleak.VerifyTestMain(m, brokertest.UpstreamLeaks()...)
 }
 
 type bundle struct {

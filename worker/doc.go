@@ -117,7 +117,9 @@
 // A result is one message: when it would not fit the broker's max payload,
 // the larger output stream (then the other) is stored whole in the
 // warren_outputs object store and the result names the object, so the
-// stored output is everything up to output_bytes. A delivery waiting for
+// stored output is everything up to output_bytes (nats.go's object put can,
+// rarely, leave one idle goroutine of its own behind: brokertest.UpstreamLeaks
+// says why). A delivery waiting for
 // another run of its attempt holds its slot while it waits. Between the end
 // of a run and its stored result (up to two minutes of broker outage) the
 // claim is not renewed.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/rs/zerolog"
 	"github.com/warrenhq/warren/broker"
+	"github.com/warrenhq/warren/broker/brokertest"
 	"github.com/warrenhq/warren/messages"
 	"github.com/warrenhq/warren/sandbox"
 	"github.com/warrenhq/warren/sandbox/sandboxtest"
@@ -32,7 +33,7 @@ func TestMain(m *testing.M) {
 	if code == 0 {
 		// Every goroutine a worker starts is owned and waited for by Stop:
 		// none may outlive the tests.
-		if err := goleak.Find(); err != nil {
+		if err := goleak.Find(brokertest.UpstreamLeaks()...); err != nil {
 			fmt.Fprintln(os.Stderr, "goleak:", err)
 			code = 1
 		}
