@@ -185,7 +185,7 @@ func (w *Worker) pullLoop(c jetstream.Consumer, profile string, contested bool) 
 		}
 	}()
 	for {
-		if !w.takeSlot(profile, contested) {
+		if !w.takeSlot(c, profile, contested) {
 			return
 		}
 		var batch jetstream.MessageBatch
