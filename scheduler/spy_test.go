@@ -1,8 +1,7 @@
 package scheduler_test
 
 import (
-	"slices"
-	"sync"
+	"errors"
 	"testing"
 	"time"
 
@@ -11,11 +10,14 @@ import (
 )
 
 // spy records the subjects of the requests clients send on a subject
-// pattern (a plain subscriber in the same account sees every one).
+// pattern (a plain subscriber in the same account sees every one). It is
+// a synchronous subscription: a message the server sent before the PONG
+// of a flush is in its queue when the flush returns (the connection's read
+// loop queues them in order), so drain sees everything sent so far.
 type spy struct {
-	mu   sync.Mutex
-	seen []string
 	nc   *nats.Conn
+	sub  *nats.Subscription
+	seen []string
 }
 
 func apiSpy(t *testing.T, url, pattern string) *spy {
@@ -23,35 +25,38 @@ func apiSpy(t *testing.T, url, pattern string) *spy {
 	nc, err := nats.Connect(url)
 	require.NoError(t, err)
 	t.Cleanup(nc.Close)
-	s := &spy{nc: nc}
-	_, err = nc.Subscribe(pattern, func(m *nats.Msg) {
-		s.mu.Lock()
-		s.seen = append(s.seen, m.Subject)
-		s.mu.Unlock()
-	})
+	sub, err := nc.SubscribeSync(pattern)
 	require.NoError(t, err)
 	require.NoError(t, nc.Flush())
-	return s
+	return &spy{nc: nc, sub: sub}
 }
 
-// subjects returns what was seen once at least n requests were, after
-// letting any later one arrive (a round trip on the spy's connection).
+// drain adds what the server has sent the spy so far to seen.
+func (s *spy) drain(t *testing.T) {
+	t.Helper()
+	require.NoError(t, s.nc.Flush())
+	for {
+		m, err := s.sub.NextMsg(time.Millisecond)
+		if errors.Is(err, nats.ErrTimeout) {
+			return
+		}
+		require.NoError(t, err)
+		s.seen = append(s.seen, m.Subject)
+	}
+}
+
+// subjects returns what was seen once at least n requests were.
 func (s *spy) subjects(t *testing.T, n int) []string {
 	t.Helper()
-	require.Eventually(t, func() bool {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		return len(s.seen) >= n
-	}, 10*time.Second, time.Millisecond)
-	require.NoError(t, s.nc.Flush())
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return slices.Clone(s.seen)
+	deadline := time.Now().Add(10 * time.Second)
+	for s.drain(t); len(s.seen) < n && time.Now().Before(deadline); s.drain(t) {
+	}
+	return s.seen
 }
 
-// reset forgets what was seen.
-func (s *spy) reset() {
-	s.mu.Lock()
+// reset forgets what was seen, including what is on its way.
+func (s *spy) reset(t *testing.T) {
+	t.Helper()
+	s.drain(t)
 	s.seen = nil
-	s.mu.Unlock()
 }
