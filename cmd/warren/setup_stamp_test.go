@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -32,17 +31,23 @@ func TestSetupStampSkipsTheSetupOfTheRecordedServer(t *testing.T) {
 	spy, err := nats.Connect(b.URL)
 	require.NoError(t, err)
 	t.Cleanup(spy.Close)
-	var setups atomic.Int32
-	_, err = spy.Subscribe("$JS.API.STREAM.INFO.WARREN_DLQ", func(*nats.Msg) { setups.Add(1) })
+	// A synchronous subscription: what the server sent it before a
+	// flush's PONG is queued when the flush returns.
+	seen, err := spy.SubscribeSync("$JS.API.STREAM.INFO.WARREN_DLQ")
 	require.NoError(t, err)
 	require.NoError(t, spy.Flush())
-	hosts := func(url string) int32 {
+	hosts := func(url string) int {
 		t.Helper()
-		before := setups.Load()
 		r := runClientIn(t, ctx, url, dataDir, "", "hosts")
 		require.NoError(t, r.err, r.stderr)
 		require.NoError(t, spy.Flush())
-		return setups.Load() - before
+		n, _, err := seen.Pending()
+		require.NoError(t, err)
+		for range n {
+			_, err := seen.NextMsg(time.Second)
+			require.NoError(t, err)
+		}
+		return n
 	}
 
 	require.EqualValues(t, 1, hosts(""), "the first command sets up")
