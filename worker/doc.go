@@ -6,8 +6,8 @@
 // # Slots
 //
 //	        take slot           Fetch(1) got a task
-//	free ───────────► pulling ───────────────────► running ──► result stored, ack ──► free
-//	  ▲                  │ no task within PullWait                │
+//	free ───────────► pulling ───────────────────► running ──► sandbox done ──► free
+//	  ▲                  │ no task within PullWait                │   └─ (the task, slot-less) result stored, ack
 //	  └──────────────────┘                                        │ infrastructure failure
 //	                                                              ▼
 //	                                             Nak with delay / dead letter + Term
@@ -16,6 +16,13 @@
 // it has no slot for: nothing waits in a client buffer while its AckWait
 // runs out (the pre-buffer trap, nats.go#1929). Capacity is decided here,
 // on the host; the consumer's MaxAckPending is only a fleet-wide safety net.
+// A slot is the sandbox's: it is free once the run is done, while the task
+// still stores its result and acks (a publication acknowledged by the
+// stream, a Raft round on a replicated one), so the next task runs
+// meanwhile. At most Capacity tasks store at once; past that a finished
+// run keeps its slot until one is stored, so a broker slow to store holds
+// the pulls back instead of piling up results in memory. The claim is
+// held until the result is stored, so no other run of the attempt starts.
 //
 // Each served profile (a durable consumer) has its own pull loop, and the
 // loops share the slots. With one profile a pull waits up to PullWait while

@@ -1,7 +1,15 @@
 package worker
 
-import "time"
+import (
+	"time"
+
+	"github.com/warrenhq/warren/messages"
+)
 
 // SetRotateWait sets how long each parked pull waits when there are more
 // profiles than slots; before Start.
 func SetRotateWait(w *Worker, d time.Duration) { w.rotateWait = d }
+
+// SetBeforeStore makes the worker call fn before it stores each result;
+// before Start.
+func SetBeforeStore(w *Worker, fn func(*messages.Result)) { w.beforeStore = fn }

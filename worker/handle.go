@@ -26,8 +26,10 @@ var (
 )
 
 // handle runs one delivered task to its end: a stored result and an ack, a
-// Nak for a retry elsewhere, or a dead letter and a Term.
-func (w *Worker) handle(msg jetstream.Msg) {
+// Nak for a retry elsewhere, or a dead letter and a Term. freeSlot gives
+// its slot back once the sandbox is done (idempotent; the caller calls it
+// again when handle returns).
+func (w *Worker) handle(msg jetstream.Msg, freeSlot func()) {
 	meta, err := msg.Metadata()
 	if err != nil {
 		w.log.Error().Err(err).Msg("message without JetStream metadata; terminating it")
@@ -107,6 +109,13 @@ func (w *Worker) handle(msg jetstream.Msg) {
 	w.metrics.taskStarted(task.EffectiveProfile(), delivery, meta.Timestamp)
 	res, runErr := w.execute(ctx, run, delivery, meta.Sequence.Stream, em)
 	stopHB()
+	// The sandbox is done: its slot takes the next task while this one's
+	// result is stored and acked (the claim is held until then, so no
+	// other run of the attempt starts). At most Capacity tasks finish at
+	// once; past that this one waits holding its slot.
+	w.finishing <- struct{}{}
+	defer func() { <-w.finishing }()
+	freeSlot()
 
 	cause := context.Cause(ctx)
 	switch {

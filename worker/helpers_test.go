@@ -70,6 +70,8 @@ type workerOpts struct {
 	isolation  []messages.Isolation // Config.Isolation; default none
 	metrics    prometheus.Registerer
 	rotateWait time.Duration // parked pulls' turns with more profiles than slots; default the worker's
+	// beforeStore runs before each result is stored (worker.SetBeforeStore).
+	beforeStore func(*messages.Result)
 }
 
 func startWorker(t testing.TB, b *brokertest.Broker, name string, o workerOpts) *worker.Worker {
@@ -104,6 +106,9 @@ func startWorker(t testing.TB, b *brokertest.Broker, name string, o workerOpts) 
 	require.NoError(t, err)
 	if o.rotateWait > 0 {
 		worker.SetRotateWait(w, o.rotateWait)
+	}
+	if o.beforeStore != nil {
+		worker.SetBeforeStore(w, o.beforeStore)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

@@ -18,6 +18,9 @@ import (
 // a broker outage for up to storeTimeout. A result already stored (by an
 // earlier delivery) counts as stored: the broker keeps the first.
 func (w *Worker) storeResult(res *messages.Result) error {
+	if w.beforeStore != nil {
+		w.beforeStore(res)
+	}
 	data, err := json.Marshal(res)
 	if err != nil {
 		return fmt.Errorf("encode result: %w", err)

@@ -23,6 +23,10 @@ type Worker struct {
 	log zerolog.Logger
 
 	slots chan struct{} // a token per free slot
+	// finishing holds a token per task storing its result after its
+	// sandbox is done, so its slot is free meanwhile (handle.go): as many
+	// as there are slots, so a broker slow to store holds the next runs.
+	finishing chan struct{}
 	// fetches are the pulls waiting for a task (holding a slot), which a
 	// session's reservation may preempt; sessions counts slots held by
 	// sessions (session_slots.go).
@@ -57,7 +61,10 @@ type Worker struct {
 	// profiles than slots (rotateParkWait; tests lengthen it).
 	rotateWait time.Duration
 	peak       atomic.Int64
-	done       atomic.Int64
+	// beforeStore, when set (tests only, before Start), runs before a
+	// result is stored.
+	beforeStore func(*messages.Result)
+	done        atomic.Int64
 
 	startOnce, stopOnce sync.Once
 	started             atomic.Bool
@@ -79,13 +86,14 @@ func New(nc *nats.Conn, cfg Config) (*Worker, error) {
 		return nil, err
 	}
 	w := &Worker{
-		cfg:     cfg,
-		nc:      nc,
-		js:      js,
-		log:     cfg.Logger.With().Str("component", "worker").Str("host", cfg.HostID).Logger(),
-		slots:   make(chan struct{}, cfg.Capacity),
-		stopped: make(chan struct{}),
-		nudge:   make(chan struct{}, 1),
+		cfg:       cfg,
+		nc:        nc,
+		js:        js,
+		log:       cfg.Logger.With().Str("component", "worker").Str("host", cfg.HostID).Logger(),
+		slots:     make(chan struct{}, cfg.Capacity),
+		finishing: make(chan struct{}, cfg.Capacity),
+		stopped:   make(chan struct{}),
+		nudge:     make(chan struct{}, 1),
 
 		rotateWait: rotateParkWait,
 	}
@@ -233,8 +241,10 @@ func (w *Worker) pullLoop(c jetstream.Consumer, profile string, contested bool) 
 			w.tasks.Add(1)
 			go func() {
 				defer w.tasks.Done()
-				defer func() { w.slots <- struct{}{} }()
-				w.handle(msg)
+				var once sync.Once
+				free := func() { once.Do(func() { w.slots <- struct{}{} }) }
+				defer free()
+				w.handle(msg, free)
 			}()
 		}
 		cancelFetch()
