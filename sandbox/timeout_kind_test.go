@@ -26,9 +26,13 @@ func TestLimitOverrunsSayWhichLimit(t *testing.T) {
 			o = modeRun(t, r, iso, Spec{Argv: sh("while :; do :; done"), Limits: Limits{CPU: time.Second, Wall: 20 * time.Second}})
 			require.True(t, o.res.TimedOut, "%+v", o.res)
 			require.Equal(t, TimeoutCPU, o.res.Timeout, "%+v", o.res)
-			// rusage splits the run's exact CPU time by sampled ticks: it may
-			// show a little less than the second the limit counted.
-			require.Greater(t, o.res.CPU, 800*time.Millisecond)
+			// The kernel counts RLIMIT_CPU on the process's tick-sampled CPU
+			// clock; the result's CPU is rusage, the scheduler's runtime. On
+			// a loaded VM the two part: a .ci/run beside another (session 8)
+			// saw 699 ms (Timeout cpu); unloaded SIGXCPU comes at 1.00 s. The
+			// bound says the run was CPU-bound (a sleep's CPU is ~0), which
+			// Timeout "cpu" above already decided from the signal.
+			require.Greater(t, o.res.CPU, 500*time.Millisecond)
 			require.Less(t, o.res.Wall, 15*time.Second, "ended by the CPU limit, not the wall limit")
 
 			o = modeRun(t, r, iso, Spec{Argv: sh("sleep 30"), Limits: Limits{CPU: time.Second, Wall: 300 * time.Millisecond}})
