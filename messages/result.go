@@ -70,6 +70,12 @@ type Result struct {
 	Files        []OutputFile  `json:"files,omitempty"`
 	FilesRefused []RefusedFile `json:"files_refused,omitempty"`
 
+	// Events is the seq of the last live event the delivery sent before
+	// its result was stored (its output's end; 0 from a worker that does
+	// not say): a client that has seen this delivery's events up to it has
+	// all of its live output and need not wait for the final exit event.
+	Events uint64 `json:"events,omitempty"`
+
 	Host string `json:"host,omitempty"`
 	// Sandbox is the isolation actually in force, e.g. "namespace+landlock",
 	// "landlock", "none (insecure)".

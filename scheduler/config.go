@@ -29,7 +29,8 @@ type Config struct {
 	RetryFor time.Duration
 	// EventGrace is how long Exec keeps reading live events after the
 	// result arrived, so output still in flight is printed before it
-	// returns. Defaults to 2s.
+	// returns; it is not waited when the delivery's events up to the
+	// result's Events (or its final exit) are already here. Defaults to 2s.
 	EventGrace time.Duration
 	// InboxPrefixes are the inbox prefixes a replayed task's reply may use
 	// (see BatchOptions.InboxPrefixes); a stored task whose reply breaks the

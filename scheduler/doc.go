@@ -61,6 +61,10 @@
 // before publishing, checks their sequence numbers (a gap is reported, a new
 // delivery restarts the output with a notice) and takes the result from the
 // stream, which is authoritative; if ctx ends first it cancels the task.
+// It returns once it holds the result and the delivery's events up to the
+// result's Events (every output event precedes the store), without waiting
+// for the exit event the worker sends after the store; a result without
+// Events (an older worker) waits for the exit or EventGrace.
 //
 // # Round trips
 //

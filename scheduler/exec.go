@@ -119,7 +119,7 @@ func (c *Client) Exec(ctx context.Context, t messages.Task, stdout, stderr io.Wr
 		select {
 		case m := <-events:
 			st.handle(m.Data)
-			if res != nil && st.terminal[res.Delivery] {
+			if res != nil && st.complete(res) {
 				return st.finish(res), nil
 			}
 		case r := <-results:
@@ -127,7 +127,7 @@ func (c *Client) Exec(ctx context.Context, t messages.Task, stdout, stderr io.Wr
 				return nil, r.err
 			}
 			res = r.res
-			if st.terminal[res.Delivery] {
+			if st.complete(res) {
 				return st.finish(res), nil
 			}
 			// Output may still be in flight on the core-NATS path.
@@ -238,6 +238,18 @@ func (s *execStream) handle(data []byte) {
 	if ev.Terminal() {
 		s.terminal[ev.Delivery] = true
 	}
+}
+
+// complete reports whether the live output of r's delivery is all here:
+// its final event came, or every event the worker sent before storing r
+// (r.Events; all of the output precedes the result). The exit event after
+// the result adds nothing the result does not hold, so Exec ends without
+// waiting for it.
+func (s *execStream) complete(r *messages.Result) bool {
+	if s.terminal[r.Delivery] {
+		return true
+	}
+	return r.Events > 0 && s.delivery == r.Delivery && s.next > r.Events
 }
 
 // finish falls back to the result's captured output when none of the

@@ -179,3 +179,62 @@ func TestExecBeforePublishGate(t *testing.T) {
 	require.Equal(t, messages.StatusOK, res.Status)
 	require.Equal(t, "two", (<-got).ID)
 }
+
+// A result that says how many events its delivery sent ends Exec once
+// those are here: the exit event, sent after the result is stored, is not
+// waited for. One that says more than arrived still waits (the grace).
+func TestExecEndsWithTheResultWhenItsOutputIsHere(t *testing.T) {
+	tests := []struct {
+		name       string
+		events     []messages.Event
+		result     messages.Result
+		grace      time.Duration
+		wantLost   bool
+		wantStdout string
+	}{
+		{
+			name:       "all events here, no exit",
+			events:     []messages.Event{ev(1, 1, messages.EventStarted, ""), ev(1, 2, messages.EventStdout, "hi\n")},
+			result:     messages.Result{Delivery: 1, Status: messages.StatusOK, Events: 2, Stdout: "hi\n"},
+			grace:      time.Hour, // waiting for the exit would outlive the test's deadline
+			wantStdout: "hi\n",
+		},
+		{
+			name:       "an event still missing",
+			events:     []messages.Event{ev(1, 1, messages.EventStarted, ""), ev(1, 2, messages.EventStdout, "hi\n")},
+			result:     messages.Result{Delivery: 1, Status: messages.StatusOK, Events: 3, Stdout: "hi\nmore\n"},
+			grace:      100 * time.Millisecond,
+			wantLost:   true,
+			wantStdout: "hi\n",
+		},
+		{
+			name:       "another delivery's events",
+			events:     []messages.Event{ev(1, 1, messages.EventStarted, ""), ev(1, 2, messages.EventStdout, "part")},
+			result:     messages.Result{Delivery: 2, Status: messages.StatusOK, Events: 2, Stdout: "full\n"},
+			grace:      100 * time.Millisecond,
+			wantLost:   true,
+			wantStdout: "partfull\n", // none of delivery 2's output streamed: the result's
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			x := setup(t)
+			c, err := scheduler.New(x.b.Conn, scheduler.Config{EventGrace: tt.grace})
+			require.NoError(t, err)
+			got := x.fakeWorker(t, tt.events, tt.result)
+			ctx, cancel := context.WithTimeout(x.ctx, 20*time.Second)
+			defer cancel()
+			var stdout, stderr syncBuffer
+			res, err := c.Exec(ctx, messages.Task{Argv: []string{"echo", "hi"}}, &stdout, &stderr)
+			require.NoError(t, err)
+			require.NotNil(t, <-got)
+			require.Equal(t, tt.result.Status, res.Status)
+			require.Equal(t, tt.wantStdout, stdout.String())
+			if tt.wantLost {
+				require.Contains(t, stderr.String(), "ended without its exit event")
+			} else {
+				require.Empty(t, stderr.String())
+			}
+		})
+	}
+}

@@ -26,6 +26,13 @@ type emitter struct {
 	mask *secretMask
 }
 
+// sent is the seq of the last event sent (0 before the first).
+func (e *emitter) sent() uint64 {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.seq
+}
+
 // emitError sends an error event carrying err's code.
 func (e *emitter) emitError(err *messages.Error) {
 	e.emit(messages.EventError, err.Msg, func(ev *messages.Event) { ev.Error = err })

@@ -137,6 +137,12 @@ func TestLastEventIsFinalOnEveryEnding(t *testing.T) {
 		for _, e := range evs[:len(evs)-1] {
 			require.False(t, e.Final)
 		}
+		// The result names the events sent before it (all the output):
+		// a client holding those is done without the exit.
+		res := collect(t, b.JS, "end-ok", 1, 30*time.Second)["t1"]
+		require.Equal(t, evs[len(evs)-2].Seq, res.Events)
+		require.Equal(t, last.Seq, res.Events+1, "only the exit follows the result")
+		require.Contains(t, evs[len(evs)-2].Data, "hi")
 	})
 
 	t.Run("cancelled before it started", func(t *testing.T) {

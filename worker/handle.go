@@ -276,6 +276,9 @@ func (w *Worker) finish(msg jetstream.Msg, meta *jetstream.MsgMetadata, em *emit
 // result that could not be stored is announced by a non-final error event:
 // the delivery is retried. subject is the task message's, for the metrics.
 func (w *Worker) conclude(em *emitter, res *messages.Result, subject string) error {
+	// Every output event precedes this: a client holding them all and the
+	// result is done without the exit event (one round trip less).
+	res.Events = em.sent()
 	if err := w.storeResult(res); err != nil {
 		em.emit(messages.EventError, "could not store the result: "+err.Error(), nil)
 		return err
