@@ -193,7 +193,12 @@
 // task's init is made ahead (forked, mounted, ruleset built, at the
 // default disk limit and with the cgroup at its default limits), so a
 // task that arrives pays only its files, its limits and its exec; a task
-// with another disk limit gets a child forked for it. The worker kills it through the pidfd
+// with another disk limit gets a child forked for it. On an otherwise idle
+// host, when another waiting slot of the pool has its init made, a slot
+// back from a task defers making its own (the refill's deferral,
+// warm_pool.go: up to 10 ms, ended by the pool's next take), so the fork
+// and the init's start do not compete with the result's store and
+// delivery and its client's exit. The worker kills it through the pidfd
 // (wall timeout, cancel), which takes its pid namespace with it.
 //
 // Nothing a task can change outlives it, each for its own reason: its

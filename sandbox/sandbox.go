@@ -215,7 +215,9 @@ func New(cfg Config) (*Runner, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Runner{cfg: cfg, init: init, log: cfg.Logger.With().Str("component", "sandbox").Logger(), defaultRoot: !explicitRoot}, nil
+	r := &Runner{cfg: cfg, init: init, log: cfg.Logger.With().Str("component", "sandbox").Logger(), defaultRoot: !explicitRoot}
+	r.warm.refillDelay = refillDeferral
+	return r, nil
 }
 
 // Run runs spec.Argv in a sandbox and waits for the whole process tree to

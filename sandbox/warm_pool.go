@@ -33,6 +33,10 @@ type warmState struct {
 	// viewHook edits a warm view before it is built (tests: a setup that
 	// fails).
 	viewHook func(*nsConfig)
+	// refillDelay is how long a slot defers its next init while another
+	// slot of its pool has one made (refillDeferral; tests change it
+	// before Start).
+	refillDelay time.Duration
 }
 
 type warmPool struct {
@@ -41,7 +45,14 @@ type warmPool struct {
 	// lent counts its slots running a task: they come back (returnWarm),
 	// so a refill counts them as the pool's.
 	lent int
-	used time.Time
+	// primed counts its waiting slots whose next task's init is made
+	// (warmSandbox.primed); taken is closed (and replaced) at the next
+	// take, for the slots that defer their refill (refillWait), which
+	// deferring counts.
+	primed    int
+	taken     chan struct{}
+	deferring int
+	used      time.Time
 }
 
 // startWarm creates the warm pool of the default view (Config.Defaults,
@@ -99,6 +110,14 @@ func (r *Runner) takeWarm(spec Spec, k warmKey) (w *warmSandbox, refill func()) 
 		if w.slot != nil {
 			p.lent++
 			w.lentFrom = p
+			if w.primed {
+				w.primed = false
+				p.primed--
+			}
+			if p.taken != nil {
+				close(p.taken) // the host is busy again: deferred refills start
+				p.taken = nil
+			}
 		}
 	default:
 	}
@@ -190,6 +209,10 @@ func (r *Runner) prestart(k warmKey) bool {
 		ws.discardLocked(w)
 		return false
 	}
+	w.pool = p
+	if w.primed { // its init made before it got here (markPrimed)
+		p.primed++
+	}
 	p.ready <- w // never blocks: starting+len(ready) < cap was held
 	return true
 }
@@ -207,6 +230,60 @@ func (r *Runner) returnWarm(w *warmSandbox) bool {
 	}
 	p.ready <- w
 	return true
+}
+
+// The refill's deferral. After a task a slot makes its next task's init
+// (a fork, a Go runtime's start: ~2 ms of CPU), and at once that competes
+// with the end of the task it just ran: the worker storing the result, the
+// broker delivering it, the client reading it and exiting. On a small host
+// that is on a one-off command's path (~1 ms of `warren exec` on two
+// cores, docs/benchmarks.md). So when no other slot of the pool runs a task
+// and another waiting slot has its init made (the next task takes that
+// one: the pool is FIFO), the slot defers its own by refillDelay, until
+// the pool's next take (the host is busy again: refill as before), or
+// until a job comes for it first (then it makes the init for that job, as
+// a slot without one does). A busy host refills at once.
+const refillDeferral = 10 * time.Millisecond
+
+// refillWait says how long slot w, back from a task, defers making its
+// next init (0: not at all) and what ends the deferral early: the pool's
+// next take. The caller calls refillDone after a deferral.
+func (r *Runner) refillWait(w *warmSandbox) (time.Duration, <-chan struct{}) {
+	ws := &r.warm
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	p := w.pool
+	if p == nil || ws.closed || ws.pools[w.key] != p || p.primed == 0 || p.lent > 0 || ws.refillDelay <= 0 {
+		return 0, nil
+	}
+	if p.taken == nil {
+		p.taken = make(chan struct{})
+	}
+	p.deferring++
+	return ws.refillDelay, p.taken
+}
+
+// refillDone ends slot w's deferral.
+func (r *Runner) refillDone(w *warmSandbox) {
+	r.warm.mu.Lock()
+	defer r.warm.mu.Unlock()
+	w.pool.deferring--
+}
+
+// markPrimed records that slot w, waiting (in its pool, or on its way
+// there from prestart), has its next task's init made; a slot already lent
+// again is not counted: its task takes the init.
+func (r *Runner) markPrimed(w *warmSandbox) {
+	ws := &r.warm
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	if w.lentFrom != nil || w.primed {
+		return
+	}
+	w.primed = true
+	if p := w.pool; p != nil && ws.pools[w.key] == p {
+		p.primed++
+	}
 }
 
 // unlendWarm records that a lent slot will not come back (discarded).

@@ -31,9 +31,12 @@ type warmSandbox struct {
 	pid  int         // the init's host pid
 	key  warmKey     // the pool it goes back to (a slot)
 	slot *slotParent // nil: not a slot, the init runs the one task itself
-	// lentFrom is the pool a slot running a task came from (warm_pool.go,
-	// guarded by its mutex).
+	// lentFrom is the pool a slot running a task came from; pool the one
+	// it went into when built; primed that, waiting there, it has its
+	// next task's init made (warm_pool.go, guarded by its mutex).
 	lentFrom *warmPool
+	pool     *warmPool
+	primed   bool
 	// parentTasks are a slot parent's own threads before the task, which
 	// the task's process limits count on top of (cgroup_slot.go).
 	parentTasks int64
@@ -175,15 +178,9 @@ func (w *warmSandbox) serve(r *Runner, attr *syscall.SysProcAttr, ns *nsConfig, 
 // of the default disk limit, the key's Landlock ruleset), made once the
 // slot is back, with the cgroup at its default limits.
 func (w *warmSandbox) serveSlot(r *Runner, kill, teardown func()) {
-	var next *readyChild
-	for {
-		if next == nil {
-			next = w.nextChild(r)
-		}
-		job, ok := <-w.jobs
-		if !ok {
-			break
-		}
+	next := w.prime(r)
+	job, ok := <-w.jobs
+	for ok {
 		c := next
 		next = nil
 		if c == nil || c.size != job.l.spec.Limits.Disk {
@@ -219,6 +216,7 @@ func (w *warmSandbox) serveSlot(r *Runner, kill, teardown func()) {
 			return
 		}
 		job.out <- warmOut{res: res, err: err}
+		job, ok, next = w.awaitJob(r)
 	}
 	if next != nil {
 		next.discard()
@@ -228,11 +226,50 @@ func (w *warmSandbox) serveSlot(r *Runner, kill, teardown func()) {
 	teardown()
 }
 
-// nextChild readies the next task's init while the slot is idle: the
-// cgroup back at the default limits (a task's own could be too small for
-// an init's start), the parent's own threads counted first. A failure
+// awaitJob waits, after a task, for the slot's next job and returns it
+// (ok false: the slot is discarded) with the next task's init: made at
+// once, or after the refill's deferral (warm_pool.go), or on the job's
+// arrival if it comes first.
+func (w *warmSandbox) awaitJob(r *Runner) (job warmJob, ok bool, next *readyChild) {
+	if d, taken := r.refillWait(w); d > 0 {
+		t := time.NewTimer(d)
+		came := false
+		select {
+		case job, ok = <-w.jobs:
+			came = true
+		case <-taken:
+		case <-t.C:
+		}
+		t.Stop()
+		r.refillDone(w)
+		if came {
+			if ok {
+				next = w.nextChild(r, job.l.spec.Limits.Disk, job.l.cfg.Landlock) // the job's own
+			}
+			return job, ok, next
+		}
+	}
+	next = w.prime(r)
+	job, ok = <-w.jobs
+	return job, ok, next
+}
+
+// prime makes the next task's init of the waiting slot (nil on failure:
+// nextChild) and counts it in the pool.
+func (w *warmSandbox) prime(r *Runner) *readyChild {
+	c := w.nextChild(r, r.cfg.Defaults.Disk, w.taskPolicy)
+	if c != nil {
+		r.markPrimed(w)
+	}
+	return c
+}
+
+// nextChild readies the next task's init with a home of size bytes and
+// the Landlock ruleset policy while the slot is idle: the cgroup back at
+// the default limits (a task's own could be too small for an init's
+// start), the parent's own threads counted first. A failure
 // leaves it to the next task to fork its own (and fail the slot then).
-func (w *warmSandbox) nextChild(r *Runner) *readyChild {
+func (w *warmSandbox) nextChild(r *Runner, size int64, policy *landlockPolicy) *readyChild {
 	n, err := w.cg.tasksNow()
 	if err == nil {
 		w.parentTasks = n
@@ -242,7 +279,7 @@ func (w *warmSandbox) nextChild(r *Runner) *readyChild {
 		r.log.Debug().Err(err).Msg("slot: the next task's init is not made ahead")
 		return nil
 	}
-	c, err := w.readyChild(r.cfg.Defaults.Disk, w.taskPolicy)
+	c, err := w.readyChild(size, policy)
 	if err != nil {
 		r.log.Debug().Err(err).Msg("slot: the next task's init is not made ahead")
 		return nil

@@ -1,0 +1,122 @@
+package sandbox
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// primedSlots lists, in the pool's order, whether each waiting slot of the
+// default view has its next task's init made (tests).
+func (r *Runner) primedSlots() []bool {
+	k := namespaceMode{}.warmKey(Spec{Limits: r.cfg.Defaults})
+	var primed []bool
+	for _, w := range r.warmSandboxes() {
+		if w.key == k {
+			r.warm.mu.Lock()
+			primed = append(primed, w.primed)
+			r.warm.mu.Unlock()
+		}
+	}
+	return primed
+}
+
+// deferringRunner is a slot Runner whose refill's deferral is an hour,
+// with all its slots' inits made.
+func deferringRunner(t *testing.T, slots int) *Runner {
+	t.Helper()
+	r := slotRunner(t, slots)
+	r.warm.mu.Lock()
+	r.warm.refillDelay = time.Hour
+	r.warm.mu.Unlock()
+	waitSlots(t, r, slots)
+	waitPrimed(t, r, slices.Repeat([]bool{true}, slots), "every slot has its init made")
+	return r
+}
+
+// deferring counts the default view's slots deferring their refill.
+func (r *Runner) deferring() int {
+	k := namespaceMode{}.warmKey(Spec{Limits: r.cfg.Defaults})
+	r.warm.mu.Lock()
+	defer r.warm.mu.Unlock()
+	return r.warm.pools[k].deferring
+}
+
+func waitDeferring(t *testing.T, r *Runner, n int, msg string) {
+	t.Helper()
+	require.Eventually(t, func() bool { return r.deferring() == n }, 20*time.Second, 2*time.Millisecond, msg)
+}
+
+func waitPrimed(t *testing.T, r *Runner, want []bool, msg string) {
+	t.Helper()
+	require.Eventually(t, func() bool { return slices.Equal(r.primedSlots(), want) }, 20*time.Second, 2*time.Millisecond, msg)
+}
+
+// blockedRun starts a task that runs until release is called, and
+// returns release, which waits for the run and returns its stdout.
+func blockedRun(t *testing.T, r *Runner, spec Spec) (release func() string) {
+	t.Helper()
+	in, feed := io.Pipe()
+	var out bytes.Buffer
+	spec.Argv, spec.Stdin, spec.Stdout, spec.Limits.Wall = sh(`read x; echo "$x"`), in, &out, 30*time.Second
+	done := make(chan error, 1)
+	go func() { _, err := r.Run(context.Background(), spec); done <- err }()
+	return func() string {
+		_, _ = io.WriteString(feed, "released\n")
+		_ = feed.Close()
+		require.NoError(t, <-done)
+		return out.String()
+	}
+}
+
+// TestSlotDefersItsRefillOnAnIdleHost: after a task on an otherwise idle
+// host, a slot whose pool holds another slot with its init made does not
+// make its own (the refill's deferral: an hour here) — the next task takes
+// the other; the pool's next take ends the deferral (the slot's init is
+// made while that task runs), and a slot back from a task while another
+// runs refills at once.
+func TestSlotDefersItsRefillOnAnIdleHost(t *testing.T) {
+	r := deferringRunner(t, 2)
+
+	// A runs on the first slot, which goes to the back of the pool and
+	// defers: the second has its init.
+	o := runIn(t, r, Spec{Argv: sh(`echo a`)})
+	require.Equal(t, "a\n", o.stdout, o.stderr)
+	waitDeferring(t, r, 1, "the slot that ran A defers its refill")
+	require.Equal(t, []bool{true, false}, r.primedSlots(), "the slot that ran A has no init made")
+
+	// B takes the second slot: the first makes its init while B runs.
+	release := blockedRun(t, r, Spec{})
+	waitPrimed(t, r, []bool{true}, "the take of B ended the first slot's deferral")
+	require.Equal(t, 0, r.deferring())
+	require.Equal(t, "released\n", release())
+	waitDeferring(t, r, 1, "the slot that ran B defers (the host is idle, the other has its init)")
+	require.Equal(t, []bool{true, false}, r.primedSlots())
+
+	// C, with a disk limit of its own, takes the first slot; the second,
+	// woken by that take, has its init made for the next.
+	o = runIn(t, r, Spec{Argv: sh(`df -k "$HOME" | tail -1`), Limits: Limits{Disk: 8 << 20}})
+	require.Equal(t, 0, o.res.ExitCode, o.stderr)
+	require.Equal(t, "8192", strings.Fields(o.stdout)[1], "C's home has its own disk limit: %s", o.stdout)
+	waitDeferring(t, r, 1, "the slot that ran C defers")
+	require.Equal(t, []bool{true, false}, r.primedSlots())
+}
+
+// TestSlotRefillsAtOnceOnABusyHost: a slot back from a task while another
+// slot runs one makes its next init at once, though a third has its own.
+func TestSlotRefillsAtOnceOnABusyHost(t *testing.T) {
+	r := deferringRunner(t, 3)
+	release := blockedRun(t, r, Spec{}) // the first slot, until released
+	waitPrimed(t, r, []bool{true, true}, "two slots wait, inits made")
+	o := runIn(t, r, Spec{Argv: sh(`echo c`)}) // the second slot
+	require.Equal(t, "c\n", o.stdout, o.stderr)
+	waitPrimed(t, r, []bool{true, true}, "the slot that ran C refilled at once: another slot runs a task")
+	require.Equal(t, 0, r.deferring())
+	require.Equal(t, "released\n", release())
+}
