@@ -21,15 +21,6 @@ const (
 	MaxLimitMillis = int64(7 * 24 * 3600 * 1000) // a week: anything longer is a typo
 )
 
-var (
-	idPattern   = NewLazyRegexp(`^[A-Za-z0-9_-]{1,128}$`)
-	namePattern = NewLazyRegexp(`^[a-z0-9][a-z0-9-]{0,63}$`) // pool, profile: no "_", it joins consumer names
-	envPattern  = NewLazyRegexp(`^[A-Za-z_][A-Za-z0-9_]*$`)
-	// replyPattern accepts plain subjects: tokens of printable non-space
-	// ASCII without wildcards.
-	replyPattern = NewLazyRegexp(`^[!-)+-=?-~]+(\.[!-)+-=?-~]+)*$`)
-)
-
 // reservedEnv are set by the sandbox and cannot be overridden by a task.
 var reservedEnv = map[string]bool{"HOME": true, "TMPDIR": true, "PWD": true}
 

@@ -64,6 +64,7 @@ func TestDecodeTaskRefusesWithStableCodes(t *testing.T) {
 		{name: "network", mut: func(t *messages.Task) { t.Network = "internet" }, code: messages.CodeInvalidField, field: "network"},
 		{name: "isolation", mut: func(t *messages.Task) { t.Isolation = "vm" }, code: messages.CodeInvalidField, field: "isolation"},
 		{name: "reply wildcard", mut: func(t *messages.Task) { t.Reply = "a.>" }, code: messages.CodeInvalidField, field: "reply"},
+		{name: "reply empty token", mut: func(t *messages.Task) { t.Reply = "_INBOX..x" }, code: messages.CodeInvalidField, field: "reply"},
 		{name: "pool underscore", mut: func(t *messages.Task) { t.Pool = "a_b" }, code: messages.CodeInvalidField, field: "pool"},
 		{name: "verify without spec", mut: func(t *messages.Task) { t.Kind, t.Argv, t.Profile = messages.KindVerify, nil, "coq" }, code: messages.CodeMissingField, field: "verify"},
 		{name: "verify without profile", mut: func(t *messages.Task) {

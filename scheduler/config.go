@@ -32,6 +32,13 @@ type Config struct {
 	// returns; it is not waited when the delivery's events up to the
 	// result's Events (or its final exit) are already here. Defaults to 2s.
 	EventGrace time.Duration
+	// ResultWatch is how long Exec waits for the task's final event (sent
+	// once its result is stored; Exec then reads the result with one
+	// direct get) before it also watches WARREN_RESULTS for the result
+	// (an ordered consumer: a result whose final event was lost still
+	// arrives). A task that ends sooner costs the broker no consumer.
+	// Defaults to 2s.
+	ResultWatch time.Duration
 	// InboxPrefixes are the inbox prefixes a replayed task's reply may use
 	// (see BatchOptions.InboxPrefixes); a stored task whose reply breaks the
 	// rule is not replayed. Defaults to messages.DefaultInboxPrefixes.
@@ -56,6 +63,7 @@ func (c Config) WithDefaults() Config {
 	c.AckTimeout = cmp.Or(c.AckTimeout, 5*time.Second)
 	c.RetryFor = cmp.Or(c.RetryFor, 2*time.Minute)
 	c.EventGrace = cmp.Or(c.EventGrace, 2*time.Second)
+	c.ResultWatch = cmp.Or(c.ResultWatch, 2*time.Second)
 	if len(c.InboxPrefixes) == 0 {
 		c.InboxPrefixes = messages.DefaultInboxPrefixes
 	}
@@ -75,6 +83,9 @@ func (c Config) validate() error {
 	}
 	if c.EventGrace < 0 {
 		errs = append(errs, fmt.Errorf("scheduler config: EventGrace must not be negative, got %s", c.EventGrace))
+	}
+	if c.ResultWatch < 0 {
+		errs = append(errs, fmt.Errorf("scheduler config: ResultWatch must not be negative, got %s", c.ResultWatch))
 	}
 	for _, p := range c.InboxPrefixes {
 		if err := messages.CheckInboxPrefix(p); err != nil {

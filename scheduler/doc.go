@@ -61,10 +61,15 @@
 // before publishing, checks their sequence numbers (a gap is reported, a new
 // delivery restarts the output with a notice) and takes the result from the
 // stream, which is authoritative; if ctx ends first it cancels the task.
-// It returns once it holds the result and the delivery's events up to the
-// result's Events (every output event precedes the store), without waiting
-// for the exit event the worker sends after the store; a result without
-// Events (an older worker) waits for the exit or EventGrace.
+// When the attempt's final event comes (sent once the result is stored) it
+// reads the result with one direct get by subject; a task still running
+// after Config.ResultWatch, a final event that was lost, or a read that
+// found nothing (a replica behind) make it watch for the result (an ordered
+// consumer), so a short task costs the broker no consumer and a lost event
+// no result. It returns once it holds the result and the delivery's events
+// up to the result's Events (every output event precedes the store); a
+// result without Events (an older worker) waits for the exit or
+// EventGrace.
 //
 // # Round trips
 //

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -96,10 +97,6 @@ func (c *Client) Exec(ctx context.Context, t messages.Task, stdout, stderr io.Wr
 	// does without a flush: it reads a connection's protocol in order, and
 	// the SUB is written before the task's publication on this connection.
 
-	resCtx, stopRes := context.WithCancel(ctx)
-	defer stopRes()
-	results := make(chan resultOrErr, 1)
-	go c.awaitResult(resCtx, messages.ResultSubject(t.Batch, t.EffectiveAttempt(), t.ID), results)
 	if err := <-gate; err != nil {
 		return nil, err
 	}
@@ -111,6 +108,13 @@ func (c *Client) Exec(ctx context.Context, t messages.Task, stdout, stderr io.Wr
 		return nil, err
 	}
 	st := &execStream{stdout: stdout, stderr: stderr, batch: t.Batch, id: t.ID, attempt: t.EffectiveAttempt()}
+	// The result: read once the final event says it is stored, or, for a
+	// task still running after ResultWatch (or whose final event was lost,
+	// or whose read found nothing: a replica behind), watched for.
+	rw := c.newResultWait(ctx, messages.ResultSubject(t.Batch, t.EffectiveAttempt(), t.ID))
+	defer rw.stop()
+	watchAfter := time.NewTimer(c.cfg.ResultWatch)
+	defer watchAfter.Stop()
 	var (
 		res   *messages.Result
 		grace <-chan time.Time
@@ -119,12 +123,21 @@ func (c *Client) Exec(ctx context.Context, t messages.Task, stdout, stderr io.Wr
 		select {
 		case m := <-events:
 			st.handle(m.Data)
+			if st.final && res == nil {
+				rw.read()
+			}
 			if res != nil && st.complete(res) {
 				return st.finish(res), nil
 			}
-		case r := <-results:
-			if r.err != nil {
+		case r := <-rw.out:
+			switch {
+			case r.err != nil:
 				return nil, r.err
+			case r.res == nil: // not found where it was read
+				rw.watch()
+				continue
+			case res != nil:
+				continue // the watch's copy of the result the read returned
 			}
 			res = r.res
 			if st.complete(res) {
@@ -132,6 +145,10 @@ func (c *Client) Exec(ctx context.Context, t messages.Task, stdout, stderr io.Wr
 			}
 			// Output may still be in flight on the core-NATS path.
 			grace = time.After(c.cfg.EventGrace)
+		case <-watchAfter.C:
+			if res == nil {
+				rw.watch()
+			}
 		case <-grace:
 			st.notice("live output of delivery %d ended without its exit event; see the result for the captured output", res.Delivery)
 			return st.finish(res), nil
@@ -153,8 +170,79 @@ func (c *Client) cancelExec(ctx context.Context, t *messages.Task) {
 }
 
 type resultOrErr struct {
-	res *messages.Result
+	res *messages.Result // nil with a nil err: a read found none
 	err error
+}
+
+// resultWait gets Exec its task's result: read (one direct get, once the
+// final event came) and watched for (an ordered consumer on the result's
+// subject, from the first look), each at most once, each answering on out;
+// stop cancels both and waits for them.
+type resultWait struct {
+	c        *Client
+	ctx      context.Context
+	cancel   context.CancelFunc
+	subject  string
+	out      chan resultOrErr
+	wg       sync.WaitGroup
+	reading  bool
+	watching bool
+}
+
+func (c *Client) newResultWait(ctx context.Context, subject string) *resultWait {
+	ctx, cancel := context.WithCancel(ctx)
+	return &resultWait{c: c, ctx: ctx, cancel: cancel, subject: subject, out: make(chan resultOrErr, 2)}
+}
+
+func (w *resultWait) stop() {
+	w.cancel()
+	w.wg.Wait()
+}
+
+// read reads the stored result once.
+func (w *resultWait) read() {
+	if w.reading {
+		return
+	}
+	w.reading = true
+	w.wg.Go(func() {
+		r, err := w.c.readResult(w.ctx, w.subject)
+		if err != nil && w.ctx.Err() == nil {
+			w.c.log.Debug().Err(err).Msg("could not read the result; watching for it")
+		}
+		w.out <- resultOrErr{res: r} // nil: the watch decides
+	})
+}
+
+// readResult reads the result stored on subject with one direct get by
+// subject (no stream lookup, no consumer); nil when there is none.
+func (c *Client) readResult(ctx context.Context, subject string) (*messages.Result, error) {
+	prefix := cmp.Or(c.js.Options().APIPrefix, jetstream.DefaultAPIPrefix)
+	if !strings.HasSuffix(prefix, ".") {
+		prefix += "."
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.AckTimeout)
+	defer cancel()
+	m, err := c.nc.RequestWithContext(ctx, prefix+"DIRECT.GET."+messages.StreamResults+"."+subject, nil)
+	if err != nil {
+		return nil, fmt.Errorf("scheduler: read result: %w", err)
+	}
+	if status := m.Header.Get("Status"); len(m.Data) == 0 && status != "" {
+		if status == "404" {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("scheduler: read result: status %s %s", status, m.Header.Get("Description"))
+	}
+	return messages.DecodeResult(m.Data)
+}
+
+// watch watches for the result once.
+func (w *resultWait) watch() {
+	if w.watching {
+		return
+	}
+	w.watching = true
+	w.wg.Go(func() { w.c.awaitResult(w.ctx, w.subject, w.out) })
 }
 
 // awaitResult waits for the single result stored on subject.
@@ -163,7 +251,9 @@ func (c *Client) awaitResult(ctx context.Context, subject string, out chan<- res
 		return c.js.OrderedConsumer(ctx, messages.StreamResults, jetstream.OrderedConsumerConfig{FilterSubjects: []string{subject}})
 	})
 	if err != nil {
-		out <- resultOrErr{err: fmt.Errorf("scheduler: exec: watch result: %w", err)}
+		if ctx.Err() == nil {
+			out <- resultOrErr{err: fmt.Errorf("scheduler: exec: watch result: %w", err)}
+		}
 		return
 	}
 	it, err := cons.Messages()
@@ -201,6 +291,7 @@ type execStream struct {
 	next      uint64 // the seq expected next
 	output    map[int]bool
 	terminal  map[int]bool
+	final     bool // the attempt's final event came: its result is stored
 }
 
 func (s *execStream) handle(data []byte) {
@@ -234,6 +325,9 @@ func (s *execStream) handle(data []byte) {
 	case messages.EventStderr:
 		s.output[ev.Delivery] = true
 		_, _ = io.WriteString(s.stderr, ev.Data)
+	}
+	if ev.Final {
+		s.final = true
 	}
 	if ev.Terminal() {
 		s.terminal[ev.Delivery] = true

@@ -2,14 +2,12 @@ package scheduler_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"github.com/warrenhq/warren/broker"
 	"github.com/warrenhq/warren/messages"
 	"github.com/warrenhq/warren/scheduler"
 )
@@ -19,33 +17,17 @@ import (
 // result. It is a test peer, not a broker mock.
 func (x *bundle) fakeWorker(t *testing.T, events []messages.Event, result messages.Result) <-chan *messages.Task {
 	t.Helper()
-	cons, err := broker.EnsureConsumer(x.ctx, x.b.JS, messages.DefaultPool, messages.DefaultProfile, broker.ConsumerConfig{})
-	require.NoError(t, err)
 	got := make(chan *messages.Task, 1)
-	go func() {
-		defer close(got)
-		msg, err := cons.Next(x.ctxFetch())
-		if err != nil {
-			return
-		}
-		task, err := messages.DecodeTask(msg.Data())
-		if err != nil {
-			return
-		}
-		_ = msg.Ack()
+	done := x.scriptedWorker(t, func(task *messages.Task, emit func(messages.Event), store func(messages.Result)) {
 		got <- task
 		for _, ev := range events {
-			ev.V, ev.TaskID, ev.Batch, ev.Attempt = messages.Version, task.ID, task.Batch, task.EffectiveAttempt()
-			data, _ := json.Marshal(&ev)
-			_ = x.b.Conn.Publish(task.EffectiveReply(), data)
+			emit(ev)
 		}
-		if result.Status == "" {
-			return
+		if result.Status != "" {
+			store(result)
 		}
-		result.V, result.TaskID, result.Batch, result.Attempt = messages.Version, task.ID, task.Batch, task.EffectiveAttempt()
-		data, _ := json.Marshal(&result)
-		_, _ = x.b.JS.Publish(x.ctx, messages.ResultSubject(task.Batch, task.EffectiveAttempt(), task.ID), data)
-	}()
+	})
+	go func() { <-done; close(got) }()
 	return got
 }
 
