@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/warrenhq/warren/sandbox/sandboxtest"
+	"golang.org/x/sys/unix"
 )
 
 // llRunner is a Runner for the Landlock-mode tests; as root its uid pool
@@ -32,6 +34,19 @@ func llRunner(t *testing.T, base uint32) *Runner {
 		r.pool.lockDir = uidLockDir
 	}
 	return r
+}
+
+// exclusiveUIDs holds the range of uids at base for this test alone, for
+// as long as it runs: another test process on the host (a second copy of
+// the suite) running the same test waits. The uid leases keep concurrent
+// runs apart, but a test that counts the free uids of its range must have
+// all of them (a .ci/run beside another found none free).
+func exclusiveUIDs(t *testing.T, base uint32) {
+	t.Helper()
+	f, err := os.OpenFile(filepath.Join(os.TempDir(), fmt.Sprintf("warren-test-uids-%d.lock", base)), os.O_CREATE|os.O_RDWR, 0o600)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = f.Close() }) // closing releases the lock
+	require.NoError(t, unix.Flock(int(f.Fd()), unix.LOCK_EX))
 }
 
 func llRunSpec(t *testing.T, r *Runner, spec Spec) (*Result, string) {
@@ -144,6 +159,7 @@ func TestLandlockModeQuarantinesUnverifiedUID(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("dedicated uids need root")
 	}
+	exclusiveUIDs(t, 1_900_100_300) // the test counts every uid of its range
 	r := llRunner(t, 1_900_100_300)
 	stuck, err := r.pool.acquire()
 	require.NoError(t, err)

@@ -58,13 +58,14 @@ func waitPrimed(t *testing.T, r *Runner, want []bool, msg string) {
 	require.Eventually(t, func() bool { return slices.Equal(r.primedSlots(), want) }, 20*time.Second, 2*time.Millisecond, msg)
 }
 
-// blockedRun starts a task that runs until release is called, and
-// returns release, which waits for the run and returns its stdout.
-func blockedRun(t *testing.T, r *Runner, spec Spec) (release func() string) {
+// blockedRun starts a task that waits until release is called, then runs
+// script, and returns release, which waits for the run and returns its
+// stdout.
+func blockedRun(t *testing.T, r *Runner, spec Spec, script string) (release func() string) {
 	t.Helper()
 	in, feed := io.Pipe()
 	var out bytes.Buffer
-	spec.Argv, spec.Stdin, spec.Stdout, spec.Limits.Wall = sh(`read x; echo "$x"`), in, &out, 30*time.Second
+	spec.Argv, spec.Stdin, spec.Stdout, spec.Limits.Wall = sh(`read x; echo "$x"; `+script), in, &out, 30*time.Second
 	done := make(chan error, 1)
 	go func() { _, err := r.Run(context.Background(), spec); done <- err }()
 	return func() string {
@@ -92,7 +93,7 @@ func TestSlotDefersItsRefillOnAnIdleHost(t *testing.T) {
 	require.Equal(t, []bool{true, false}, r.primedSlots(), "the slot that ran A has no init made")
 
 	// B takes the second slot: the first makes its init while B runs.
-	release := blockedRun(t, r, Spec{})
+	release := blockedRun(t, r, Spec{}, "")
 	waitPrimed(t, r, []bool{true}, "the take of B ended the first slot's deferral")
 	require.Equal(t, 0, r.deferring())
 	require.Equal(t, "released\n", release())
@@ -100,10 +101,12 @@ func TestSlotDefersItsRefillOnAnIdleHost(t *testing.T) {
 	require.Equal(t, []bool{true, false}, r.primedSlots())
 
 	// C, with a disk limit of its own, takes the first slot; the second,
-	// woken by that take, has its init made for the next.
-	o = runIn(t, r, Spec{Argv: sh(`df -k "$HOME" | tail -1`), Limits: Limits{Disk: 8 << 20}})
-	require.Equal(t, 0, o.res.ExitCode, o.stderr)
-	require.Equal(t, "8192", strings.Fields(o.stdout)[1], "C's home has its own disk limit: %s", o.stdout)
+	// woken by that take, has its init made while C runs; then the first
+	// defers.
+	release = blockedRun(t, r, Spec{Limits: Limits{Disk: 8 << 20}}, `df -k "$HOME" | tail -1`)
+	waitPrimed(t, r, []bool{true}, "the take of C ended the second slot's deferral")
+	out := release()
+	require.Equal(t, "8192", strings.Fields(out)[2], "C's home has its own disk limit: %s", out)
 	waitDeferring(t, r, 1, "the slot that ran C defers")
 	require.Equal(t, []bool{true, false}, r.primedSlots())
 }
@@ -112,7 +115,7 @@ func TestSlotDefersItsRefillOnAnIdleHost(t *testing.T) {
 // slot runs one makes its next init at once, though a third has its own.
 func TestSlotRefillsAtOnceOnABusyHost(t *testing.T) {
 	r := deferringRunner(t, 3)
-	release := blockedRun(t, r, Spec{}) // the first slot, until released
+	release := blockedRun(t, r, Spec{}, "") // the first slot, until released
 	waitPrimed(t, r, []bool{true, true}, "two slots wait, inits made")
 	o := runIn(t, r, Spec{Argv: sh(`echo c`)}) // the second slot
 	require.Equal(t, "c\n", o.stdout, o.stderr)
