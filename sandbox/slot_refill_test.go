@@ -6,6 +6,7 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -60,7 +61,9 @@ func waitPrimed(t *testing.T, r *Runner, want []bool, msg string) {
 
 // blockedRun starts a task that waits until release is called, then runs
 // script, and returns release, which waits for the run and returns its
-// stdout.
+// stdout. A test that fails first releases it in its cleanup, before the
+// Runner closes: a run still in flight when the test binary exits would
+// leave its slot's home mounted on the host.
 func blockedRun(t *testing.T, r *Runner, spec Spec, script string) (release func() string) {
 	t.Helper()
 	in, feed := io.Pipe()
@@ -68,10 +71,23 @@ func blockedRun(t *testing.T, r *Runner, spec Spec, script string) (release func
 	spec.Argv, spec.Stdin, spec.Stdout, spec.Limits.Wall = sh(`read x; echo "$x"; `+script), in, &out, 30*time.Second
 	done := make(chan error, 1)
 	go func() { _, err := r.Run(context.Background(), spec); done <- err }()
+	var (
+		once sync.Once
+		err  error
+	)
+	finish := func(line string) {
+		once.Do(func() {
+			if line != "" {
+				_, _ = io.WriteString(feed, line)
+			}
+			_ = feed.Close() // at the cleanup only EOF: the run may be gone already
+			err = <-done
+		})
+	}
+	t.Cleanup(func() { finish("") })
 	return func() string {
-		_, _ = io.WriteString(feed, "released\n")
-		_ = feed.Close()
-		require.NoError(t, <-done)
+		finish("released\n")
+		require.NoError(t, err)
 		return out.String()
 	}
 }
