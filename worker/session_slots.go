@@ -86,28 +86,17 @@ func (w *Worker) reserveSlot(ctx context.Context) bool {
 		return true
 	default:
 	}
-	// Preempted again every few ms while waiting: a pull that had taken
-	// its token but not yet registered as waiting (or one that took a
-	// token back) would otherwise hold it for its whole PullWait (a
-	// loaded race run refused a create that way).
 	w.fetches.preemptAll()
 	t := time.NewTimer(slotReclaimWait)
 	defer t.Stop()
-	again := time.NewTicker(10 * time.Millisecond)
-	defer again.Stop()
-	for {
-		select {
-		case <-w.slots:
-			w.markSessions(1)
-			return true
-		case <-again.C:
-			w.fetches.preemptAll()
-		case <-t.C:
-			return false
-		case <-ctx.Done():
-			return false
-		}
+	select {
+	case <-w.slots:
+		w.markSessions(1)
+		return true
+	case <-t.C:
+	case <-ctx.Done():
 	}
+	return false
 }
 
 // releaseSlot gives a session's slot back to the pulls.
