@@ -198,8 +198,10 @@
 // from the same token channel the pull loops use (session_slots.go), so a
 // host whose slots all hold sessions pulls no task and its registry entry
 // shows them as busy. A pull waiting for a task holds a slot; a create that
-// finds none free preempts the waiting pulls and takes the slot one hands
-// back within slotReclaimWait, else it refuses no_capacity. Every request
+// finds none free is a pending reservation: it preempts the waiting pulls,
+// no pull loop keeps or takes a token until it ends (one that registers
+// its fetch later ends that fetch at once), and it takes the slot one
+// hands back within slotReclaimWait, else it refuses no_capacity. Every request
 // but create and sessions carries the session's token, a stateless HMAC
 // over (id, tenant, expiry) with the host's key (session_token.go); the
 // tenant is the subject's. The session itself is behind [SessionFactory] /

@@ -34,6 +34,11 @@ type sessionOpts struct {
 	pullWait time.Duration // default 500ms
 	metrics  prometheus.Registerer
 	runner   worker.Runner // default sandboxedRunner (isolated, one warm sandbox)
+	// beforeWaiting runs in a pull loop holding a slot before its
+	// waiting fetch registers (worker.SetBeforeWaiting).
+	beforeWaiting func()
+	profiles      []string // exec profiles; default ["default"]
+	rotateWait    time.Duration
 }
 
 func startSessionHost(t testing.TB, b *brokertest.Broker, name string, o sessionOpts) *sessionHost {
@@ -48,8 +53,15 @@ func startSessionHost(t testing.TB, b *brokertest.Broker, name string, o session
 		Isolation: []messages.Isolation{messages.IsolationAuto},
 		Consumer:  broker.ConsumerConfig{AckWait: 3 * time.Second}, PullWait: cmp.Or(o.pullWait, 500*time.Millisecond),
 		RegistryInterval: time.Second, Logger: logger, TaskStarted: o.started, Metrics: o.metrics,
+		ExecProfiles: o.profiles,
 	})
 	require.NoError(t, err)
+	if o.beforeWaiting != nil {
+		worker.SetBeforeWaiting(w, o.beforeWaiting)
+	}
+	if o.rotateWait != 0 {
+		worker.SetRotateWait(w, o.rotateWait)
+	}
 	root := t.TempDir()
 	s, err := worker.NewSessions(w, worker.SessionsConfig{Factory: worker.PrimitiveSessions(sandboxtest.BuildAgent(t)), Root: root,
 		Sweep: o.sweep, DefaultIdle: o.idle})

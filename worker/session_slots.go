@@ -11,29 +11,47 @@ import (
 //
 // A pull loop waiting for a task holds a slot while it waits (up to
 // PullWait), so a create could find no free token on an idle host. A
-// reservation therefore first takes a free token, else preempts the pulls
-// that are waiting (their fetch ends at once; the token comes back) and
-// waits up to slotReclaimWait for one. A preempted pull that got a task
-// runs it: then the slot is the task's and the create is refused.
+// reservation therefore first takes a free token, else marks itself
+// pending and preempts the pulls that are waiting (their fetch ends at
+// once; the token comes back), and waits up to slotReclaimWait for one.
+// While a reservation is pending, no pull loop keeps a token: one that
+// takes a token gives it back, one that registers its fetch after the
+// preemption ends that fetch at once, and none takes a token again until
+// the reservation ends (the token then reaches the create whatever the
+// order the channel serves its waiters in; pull loops re-enter their
+// select on their own tickers, so that order alone let two profiles' pull
+// loops hand the token to each other and starve the create). A pull that
+// got a task before the reservation runs it: then the slot is the task's
+// and the create is refused unless another comes back in time.
 
 // slotReclaimWait bounds how long a create waits for a preempted pull to
 // hand its slot back.
 const slotReclaimWait = 500 * time.Millisecond
 
-// fetchSet is the cancel functions of the pulls waiting for a task.
+// fetchSet is the cancel functions of the pulls waiting for a task, and
+// the session reservations pending (see above): one mutex orders a fetch's
+// registration against a reservation's preemption.
 type fetchSet struct {
 	mu   sync.Mutex
 	next int
 	m    map[int]context.CancelFunc
+	// reserving counts the pending reservations; clear is closed when
+	// the last one ends (nil while none is pending).
+	reserving int
+	clear     chan struct{}
 }
 
 // preemptible registers cancel as a waiting pull's; the returned func
-// unregisters and cancels it.
+// unregisters and cancels it. A fetch registered while a reservation is
+// pending is cancelled at once: the reservation wants its token.
 func (f *fetchSet) preemptible(cancel context.CancelFunc) func() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.m == nil {
 		f.m = map[int]context.CancelFunc{}
+	}
+	if f.reserving > 0 {
+		cancel()
 	}
 	f.next++
 	id := f.next
@@ -44,6 +62,37 @@ func (f *fetchSet) preemptible(cancel context.CancelFunc) func() {
 		f.mu.Unlock()
 		cancel()
 	}
+}
+
+// reserve marks a reservation pending and preempts every waiting pull;
+// the returned func ends the reservation.
+func (f *fetchSet) reserve() func() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.reserving == 0 {
+		f.clear = make(chan struct{})
+	}
+	f.reserving++
+	for _, c := range f.m {
+		c()
+	}
+	return func() {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.reserving--
+		if f.reserving == 0 {
+			close(f.clear)
+			f.clear = nil
+		}
+	}
+}
+
+// pending is closed when no reservation is pending any more; nil when none
+// is pending now.
+func (f *fetchSet) pending() <-chan struct{} {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.clear
 }
 
 // waiting is how many pulls wait for a task.
@@ -69,14 +118,6 @@ func (f *fetchSet) preemptOne() {
 	}
 }
 
-func (f *fetchSet) preemptAll() {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	for _, c := range f.m {
-		c()
-	}
-}
-
 // reserveSlot takes a slot for a session; false when none is free (or ctx
 // ended). The caller gives it back with releaseSlot.
 func (w *Worker) reserveSlot(ctx context.Context) bool {
@@ -86,7 +127,7 @@ func (w *Worker) reserveSlot(ctx context.Context) bool {
 		return true
 	default:
 	}
-	w.fetches.preemptAll()
+	defer w.fetches.reserve()()
 	t := time.NewTimer(slotReclaimWait)
 	defer t.Stop()
 	select {
@@ -97,6 +138,21 @@ func (w *Worker) reserveSlot(ctx context.Context) bool {
 	case <-ctx.Done():
 	}
 	return false
+}
+
+// yieldToReservations waits while a session reservation is pending; false
+// once pulling stops.
+func (w *Worker) yieldToReservations() bool {
+	ch := w.fetches.pending()
+	if ch == nil {
+		return true
+	}
+	select {
+	case <-ch:
+		return true
+	case <-w.pullCtx.Done():
+		return false
+	}
 }
 
 // releaseSlot gives a session's slot back to the pulls.

@@ -251,8 +251,9 @@ func TestSessionCapacity(t *testing.T) {
 	ctx := tctx(t)
 	s1, err := c.CreateSandbox(ctx, scheduler.CreateOptions{})
 	require.NoError(t, err)
-	_, err = c.CreateSandbox(ctx, scheduler.CreateOptions{})
+	s2, err := c.CreateSandbox(ctx, scheduler.CreateOptions{})
 	require.NoError(t, err)
+	t.Cleanup(func() { _ = s2.Delete(ctx) }) // else Stop waits out its drain for it
 	require.EqualValues(t, 2, metricValue(t, reg, "warren_worker_sessions_open", nil))
 	// The registry shows the slots as busy.
 	require.Eventually(t, func() bool {
@@ -274,7 +275,10 @@ func TestSessionCapacity(t *testing.T) {
 	// --wait: a create waiting for a slot gets the one a delete frees.
 	done := make(chan error, 1)
 	go func() {
-		_, err := c.CreateSandbox(ctx, scheduler.CreateOptions{Wait: 20 * time.Second})
+		sb, err := c.CreateSandbox(ctx, scheduler.CreateOptions{Wait: 20 * time.Second})
+		if err == nil {
+			t.Cleanup(func() { _ = sb.Delete(ctx) })
+		}
 		done <- err
 	}()
 	require.NoError(t, s1.Delete(ctx))

@@ -64,7 +64,11 @@ type Worker struct {
 	// beforeStore, when set (tests only, before Start), runs before a
 	// result is stored.
 	beforeStore func(*messages.Result)
-	done        atomic.Int64
+	// beforeWaiting, when set (tests only, before Start), runs in a pull
+	// loop holding a slot before its waiting fetch registers as
+	// preemptible.
+	beforeWaiting func()
+	done          atomic.Int64
 
 	startOnce, stopOnce sync.Once
 	started             atomic.Bool
@@ -193,8 +197,14 @@ func (w *Worker) pullLoop(c jetstream.Consumer, profile string, contested bool) 
 		}
 	}()
 	for {
-		if !w.takeSlot(c, profile, contested) {
+		if !w.yieldToReservations() || !w.takeSlot(c, profile, contested) {
 			return
+		}
+		if w.fetches.pending() != nil {
+			// A session's reservation wants the slot: hand it back and
+			// wait for the reservation to end (session_slots.go).
+			w.slots <- struct{}{}
+			continue
 		}
 		var batch jetstream.MessageBatch
 		var err error
@@ -213,6 +223,9 @@ func (w *Worker) pullLoop(c jetstream.Consumer, profile string, contested bool) 
 			var fctx context.Context
 			var cancel context.CancelFunc
 			fctx, cancel = context.WithTimeout(w.pullCtx, wait)
+			if w.beforeWaiting != nil {
+				w.beforeWaiting()
+			}
 			cancelFetch = w.fetches.preemptible(cancel)
 			batch, err = c.Fetch(1, jetstream.FetchContext(fctx))
 		}
