@@ -1,6 +1,9 @@
 package messages
 
-import "time"
+import (
+	"encoding/json"
+	"time"
+)
 
 // EventType says what an Event carries.
 type EventType string
@@ -42,7 +45,16 @@ type Event struct {
 	ExitCode *int   `json:"exit_code,omitempty"`
 	Signal   string `json:"signal,omitempty"`
 	Status   Status `json:"status,omitempty"`
+	// Result, on a final event, is the result this delivery stored, its
+	// bytes as stored, when they are at most FinalResultMax: a client
+	// holding it need not read the result. Absent when larger, or when
+	// another run had stored the attempt's result first (then read it).
+	Result json.RawMessage `json:"result,omitempty"`
 }
+
+// FinalResultMax bounds the result a final event carries (Event.Result):
+// a trivial task's is ~1 KB; one with much captured output is read.
+const FinalResultMax = 32 << 10
 
 // Terminal reports whether no event follows this one for its delivery
 // except, after an error, the final exit.

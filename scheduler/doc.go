@@ -62,7 +62,10 @@
 // delivery restarts the output with a notice) and takes the result from the
 // stream, which is authoritative; if ctx ends first it cancels the task.
 // When the attempt's final event comes (sent once the result is stored) it
-// reads the result with one direct get by subject; a task still running
+// takes the result that event carries (messages.Event.Result: the stored
+// bytes, when that delivery stored them and they fit FinalResultMax, and
+// only if they name this attempt and delivery), else reads it with one
+// direct get by subject; a task still running
 // after Config.ResultWatch, a final event that was lost, or a read that
 // found nothing (a replica behind) make it watch for the result (an ordered
 // consumer), so a short task costs the broker no consumer and a lost event

@@ -124,7 +124,13 @@ func (c *Client) Exec(ctx context.Context, t messages.Task, stdout, stderr io.Wr
 		case m := <-events:
 			st.handle(m.Data)
 			if st.final && res == nil {
-				rw.read()
+				if st.carried == nil {
+					rw.read()
+					continue
+				}
+				// The final event carried the stored result: no read.
+				res = st.carried
+				grace = time.After(c.cfg.EventGrace)
 			}
 			if res != nil && st.complete(res) {
 				return st.finish(res), nil
@@ -292,6 +298,8 @@ type execStream struct {
 	output    map[int]bool
 	terminal  map[int]bool
 	final     bool // the attempt's final event came: its result is stored
+	// carried is the stored result the final event carried, if it did.
+	carried *messages.Result
 }
 
 func (s *execStream) handle(data []byte) {
@@ -328,6 +336,14 @@ func (s *execStream) handle(data []byte) {
 	}
 	if ev.Final {
 		s.final = true
+		if len(ev.Result) > 0 {
+			// Only a result of this very attempt and delivery counts; a
+			// malformed one is read from the stream instead.
+			r, err := messages.DecodeResult(ev.Result)
+			if err == nil && r.Batch == s.batch && r.TaskID == s.id && r.Attempt == s.attempt && r.Delivery == ev.Delivery {
+				s.carried = r
+			}
+		}
 	}
 	if ev.Terminal() {
 		s.terminal[ev.Delivery] = true

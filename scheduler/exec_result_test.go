@@ -127,3 +127,65 @@ func TestExecReadsTheResultItsFinalEventAnnounces(t *testing.T) {
 		})
 	}
 }
+
+// TestExecTakesTheResultItsFinalEventCarries: a final event carrying the
+// stored result of its attempt and delivery ends Exec without a read;
+// one carrying any other (another task's, another delivery's, not a
+// result) is not taken: the stored result is read.
+func TestExecTakesTheResultItsFinalEventCarries(t *testing.T) {
+	stored := messages.Result{Delivery: 1, Status: messages.StatusFailed, ExitCode: 3, Events: 2, Stdout: "hi\n"}
+	tests := []struct {
+		name    string
+		carry   func(task *messages.Task) []byte
+		reads   int
+		exit    int
+		stdoutR string // the returned result's Stdout
+	}{
+		{"its own result: taken, no read", func(task *messages.Task) []byte {
+			r := stored
+			r.V, r.TaskID, r.Batch, r.Attempt, r.ExitCode = messages.Version, task.ID, task.Batch, task.EffectiveAttempt(), 4
+			b, _ := json.Marshal(&r)
+			return b
+		}, 0, 4, "hi\n"},
+		{"another task's: read", func(task *messages.Task) []byte {
+			r := stored
+			r.V, r.TaskID, r.Batch, r.Attempt, r.ExitCode = messages.Version, "other", task.Batch, task.EffectiveAttempt(), 4
+			b, _ := json.Marshal(&r)
+			return b
+		}, 1, 3, "hi\n"},
+		{"another delivery's: read", func(task *messages.Task) []byte {
+			r := stored
+			r.V, r.TaskID, r.Batch, r.Attempt, r.Delivery, r.ExitCode = messages.Version, task.ID, task.Batch, task.EffectiveAttempt(), 2, 4
+			b, _ := json.Marshal(&r)
+			return b
+		}, 1, 3, "hi\n"},
+		{"not a result: read", func(*messages.Task) []byte { return []byte(`"nonsense"`) }, 1, 3, "hi\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			x := setup(t)
+			gets := apiSpy(t, x.b.URL, "$JS.API.DIRECT.GET."+messages.StreamResults+".>")
+			c, err := scheduler.New(x.b.Conn, scheduler.Config{ResultWatch: time.Hour, EventGrace: time.Hour})
+			require.NoError(t, err)
+			done := x.scriptedWorker(t, func(task *messages.Task, emit func(messages.Event), store func(messages.Result)) {
+				emit(ev(1, 1, messages.EventStarted, ""))
+				emit(ev(1, 2, messages.EventStdout, "hi\n"))
+				store(stored)
+				final := finalExit(3, 3)
+				final.Result = tt.carry(task)
+				emit(final)
+			})
+			ctx, cancel := context.WithTimeout(x.ctx, 20*time.Second)
+			defer cancel()
+			var stdout, stderr syncBuffer
+			res, err := c.Exec(ctx, messages.Task{Argv: []string{"echo", "hi"}}, &stdout, &stderr)
+			require.NoError(t, err)
+			<-done
+			require.Equal(t, tt.exit, res.ExitCode)
+			require.Equal(t, tt.stdoutR, res.Stdout)
+			require.Equal(t, "hi\n", stdout.String())
+			gets.drain(t)
+			require.Len(t, gets.seen, tt.reads, "direct gets: %s", strings.Join(gets.seen, " "))
+		})
+	}
+}

@@ -78,9 +78,12 @@
 // stored result's status, sent after the result is stored: after a run;
 // after the error event of an invalid task or of the last infrastructure
 // failure; on behalf of a worker that died on the last delivery (as
-// delivery N+1). An error event followed by a retry is not final. started
-// is sent when the task is handed to the sandbox: a task cancelled before
-// that, or refused as invalid, sends no started.
+// delivery N+1). It carries the result's bytes (Event.Result) when this
+// write stored them and they fit messages.FinalResultMax, so a client need
+// not read them; not when another run's result was there first (the
+// store was refused or deduplicated). An error event followed by a retry
+// is not final. started is sent when the task is handed to the sandbox: a
+// task cancelled before that, or refused as invalid, sends no started.
 //
 // # Failure handling
 //

@@ -279,9 +279,13 @@ func (w *Worker) conclude(em *emitter, res *messages.Result, subject string) err
 	// Every output event precedes this: a client holding them all and the
 	// result is done without the exit event (one round trip less).
 	res.Events = em.sent()
-	if err := w.storeResult(res); err != nil {
+	stored, err := w.storeResult(res)
+	if err != nil {
 		em.emit(messages.EventError, "could not store the result: "+err.Error(), nil)
 		return err
+	}
+	if len(stored) > messages.FinalResultMax {
+		stored = nil // the client reads it
 	}
 	w.metrics.taskFinished(subjectProfile(subject), res)
 	if res.Error != nil && res.Status != messages.StatusCancelled {
@@ -289,7 +293,7 @@ func (w *Worker) conclude(em *emitter, res *messages.Result, subject string) err
 	}
 	code := res.ExitCode
 	em.emit(messages.EventExit, "", func(e *messages.Event) {
-		e.ExitCode, e.Signal, e.Status, e.Final = &code, res.Signal, res.Status, true
+		e.ExitCode, e.Signal, e.Status, e.Final, e.Result = &code, res.Signal, res.Status, true, stored
 	})
 	return nil
 }

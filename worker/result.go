@@ -17,24 +17,36 @@ import (
 // storeResult writes the single result of a task attempt, retrying through
 // a broker outage for up to storeTimeout. A result already stored (by an
 // earlier delivery) counts as stored: the broker keeps the first.
-func (w *Worker) storeResult(res *messages.Result) error {
+func (w *Worker) storeResult(res *messages.Result) (stored []byte, err error) {
 	if w.beforeStore != nil {
 		w.beforeStore(res)
 	}
 	data, err := json.Marshal(res)
 	if err != nil {
-		return fmt.Errorf("encode result: %w", err)
+		return nil, fmt.Errorf("encode result: %w", err)
 	}
 	subj := messages.ResultSubject(res.Batch, res.Attempt, res.TaskID)
 	msg := &nats.Msg{Subject: subj, Data: data, Header: nats.Header{}}
 	msg.Header.Set(messages.HeaderMsgID, "result."+messages.MsgID(res.Batch, res.TaskID, res.Attempt))
-	return w.retryStore("result "+subj, 5*time.Second, func(ctx context.Context) error {
-		_, err := w.js.PublishMsg(ctx, msg)
-		if broker.IsResultExists(err) {
+	stored = data
+	err = w.retryStore("result "+subj, 5*time.Second, func(ctx context.Context) error {
+		ack, err := w.js.PublishMsg(ctx, msg)
+		switch {
+		case broker.IsResultExists(err):
+			stored = nil // another run's result is the one
 			return nil
+		case err == nil && ack.Duplicate:
+			// An earlier try of this write was stored (its ack lost): the
+			// same bytes, unless a run before this one stored under the
+			// same message id; read it to be sure.
+			stored = nil
 		}
 		return err
 	})
+	if err != nil {
+		return nil, err
+	}
+	return stored, nil
 }
 
 // retryStore runs a write to the broker until it succeeds, retrying
