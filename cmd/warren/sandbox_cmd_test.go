@@ -147,3 +147,27 @@ func TestNarrowGrammarParsesAsTheWholeCLI(t *testing.T) {
 		require.IsType(t, &cli{}, other, "%q", args)
 	}
 }
+
+// The latency-bound commands run on one P; every other command, and one
+// whose environment names GOMAXPROCS, keeps the runtime's default.
+func TestOneProcCommands(t *testing.T) {
+	t.Setenv("GOMAXPROCS", "")
+	for _, tt := range []struct {
+		args []string
+		one  bool
+	}{
+		{[]string{"exec", "--", "true"}, true},
+		{[]string{"sandbox", "run", "--", "true"}, true},
+		{[]string{"sandbox", "exec", "x", "--", "true"}, true},
+		{[]string{"submit", "batch.jsonl"}, false},
+		{[]string{"results", "b"}, false},
+		{[]string{"up"}, false},
+		{[]string{"--help"}, false},
+		{nil, false},
+		{[]string{"exce"}, false},
+	} {
+		require.Equal(t, tt.one, oneProc(tt.args), "%q", tt.args)
+	}
+	t.Setenv("GOMAXPROCS", "2")
+	require.False(t, oneProc([]string{"exec", "--", "true"}), "an explicit GOMAXPROCS is kept")
+}
