@@ -44,5 +44,8 @@ func setupErrorOf(f initFailure) *SetupError {
 	if f.Errno != 0 {
 		err = syscall.Errno(f.Errno)
 	}
+	if string(f.Step) == "bind" && errors.Is(err, syscall.EINVAL) {
+		err = explainBind(string(f.Step), f.Path, err, readMountinfo())
+	}
 	return &SetupError{Step: string(f.Step), Path: f.Path, Err: err}
 }
