@@ -93,15 +93,14 @@ func lookup[T any](ctx context.Context, c *Client, what string, open func() (T, 
 	return v, nil
 }
 
-// prefetch looks up, concurrently and ahead of their use, the streams and
-// buckets a publication will open (errors are left to the use).
+// prefetch looks up, ahead of its use, the stream a publication will open
+// (errors are left to the use): the tasks stream, for the size check of a
+// client that is not a tenant's (a tenant's needs none: size.go). The
+// manifest is written without the bucket's handle (putManifest).
 func (c *Client) prefetch(ctx context.Context) {
-	var wg sync.WaitGroup
-	wg.Go(func() { _, _ = c.bucket(ctx, messages.BucketBatches) })
-	if c.cfg.Tenant == "" { // a tenant's size check needs no stream lookup (size.go)
-		wg.Go(func() { _, _ = c.stream(ctx, messages.StreamTasks) })
+	if c.cfg.Tenant == "" {
+		_, _ = c.stream(ctx, messages.StreamTasks)
 	}
-	wg.Wait()
 }
 
 // checkBatchID refuses a batch id that cannot be a subject token.

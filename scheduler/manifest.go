@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/warrenhq/warren/messages"
 )
@@ -66,14 +68,16 @@ func (c *Client) updateManifest(ctx context.Context, batch string, fn func(m *me
 // known == nil reads first. It returns the manifest stored and its
 // revision.
 func (c *Client) updateManifestFrom(ctx context.Context, batch string, known *messages.BatchManifest, rev uint64, fn func(m *messages.BatchManifest) error) (*messages.BatchManifest, uint64, error) {
-	kv, err := c.bucket(ctx, messages.BucketBatches)
-	if err != nil {
-		return nil, 0, err
-	}
 	for {
 		m := known
 		known = nil
 		if m == nil {
+			// Reading needs the bucket's handle (looked up once); a write
+			// from a known revision does not (putManifest).
+			kv, err := c.bucket(ctx, messages.BucketBatches)
+			if err != nil {
+				return nil, 0, err
+			}
 			if m, rev, err = c.getManifest(ctx, kv, batch); err != nil {
 				return nil, 0, err
 			}
@@ -89,10 +93,7 @@ func (c *Client) updateManifestFrom(ctx context.Context, batch string, known *me
 			return nil, 0, err
 		}
 		stored, err := retry(ctx, c, "write manifest", func() (uint64, error) {
-			if rev == 0 {
-				return kv.Create(ctx, batch, data)
-			}
-			return kv.Update(ctx, batch, data, rev)
+			return c.putManifest(ctx, batch, data, rev)
 		})
 		switch {
 		case err == nil:
@@ -106,4 +107,47 @@ func (c *Client) updateManifestFrom(ctx context.Context, batch string, known *me
 			return nil, 0, fmt.Errorf("scheduler: write manifest of %s: %w", batch, err)
 		}
 	}
+}
+
+// putManifest stores a manifest with compare-and-set on rev (0: the key
+// must not exist), as the bucket's Create and Update do, but without its
+// handle: looking the bucket up is a JetStream API request (and its
+// stream info decoded) on the path of every publication, for nothing a
+// write needs. The subject is the handle's for a bucket that is not a
+// mirror (Warren's never are): $KV.<bucket>.<key>, behind the API prefix
+// when it is not the default (a tenant's). A compare that fails says
+// ErrKeyExists (create) or ErrKeyRevisionMismatch (update), as the
+// handle's do; no stream answering is looked into through the handle, so
+// a broker never set up says so.
+func (c *Client) putManifest(ctx context.Context, batch string, data []byte, rev uint64) (uint64, error) {
+	subject := "$KV." + messages.BucketBatches + "." + batch
+	if p := c.js.Options().APIPrefix; p != "" {
+		if !strings.HasSuffix(p, ".") {
+			p += "." // as the handle's prefix is normalised
+		}
+		if p != jetstream.DefaultAPIPrefix {
+			subject = p + subject
+		}
+	}
+	ack, err := c.js.PublishMsg(ctx, &nats.Msg{Subject: subject, Data: data}, jetstream.WithExpectLastSequencePerSubject(rev))
+	switch {
+	case err == nil:
+		return ack.Sequence, nil
+	case isWrongLastSeq(err) && rev == 0:
+		return 0, fmt.Errorf("%w: %w", err, jetstream.ErrKeyExists)
+	case isWrongLastSeq(err):
+		return 0, fmt.Errorf("%w: %w", err, jetstream.ErrKeyRevisionMismatch)
+	case errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrNoStreamResponse):
+		if _, berr := c.bucket(ctx, messages.BucketBatches); berr != nil {
+			return 0, berr // not set up: the lookup's error says so
+		}
+	}
+	return 0, err
+}
+
+// isWrongLastSeq reports a compare-and-set refused by the stream.
+func isWrongLastSeq(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) &&
+		(apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence || apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant)
 }

@@ -5,13 +5,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 	"github.com/warrenhq/warren/broker/brokertest"
 	"github.com/warrenhq/warren/messages"
@@ -116,6 +116,18 @@ func TestPublishRefusesConflictingBatch(t *testing.T) {
 	require.EqualValues(t, 2, x.streamMsgs(t, messages.StreamTasks, messages.BatchTaskFilter("same")))
 }
 
+// The manifest is written without looking its bucket up: a broker whose
+// bucket is missing still gets the lookup's error, which says what to do,
+// and nothing is published.
+func TestPublishWithoutTheBatchesBucketSaysSetUp(t *testing.T) {
+	x := setup(t)
+	require.NoError(t, x.b.JS.DeleteKeyValue(x.ctx, messages.BucketBatches))
+	_, err := x.c.Publish(x.ctx, mustBatch(t, 2, "nobucket"))
+	require.ErrorContains(t, err, "has the broker been set up?")
+	require.ErrorIs(t, err, jetstream.ErrBucketNotFound)
+	require.EqualValues(t, 0, x.streamMsgs(t, messages.StreamTasks, messages.BatchTaskFilter("nobucket")))
+}
+
 func TestInvalidBatchPublishesNothing(t *testing.T) {
 	x := setup(t)
 	in := jsonl(5) + `{"kind":"exec"}` + "\n"
@@ -213,17 +225,17 @@ func TestPublishRefusesTaskOverTheStreamsMaxMsgSize(t *testing.T) {
 	require.EqualValues(t, 0, x.streamMsgs(t, messages.StreamTasks, messages.BatchTaskFilter("ms")))
 }
 
-// A publication looks each stream and bucket up once (and a later one on
-// the same client not at all), and marks its manifest complete from the
-// revision it created, without reading it back.
+// A publication looks the tasks stream up once (and a later one on the
+// same client not at all); it writes its manifest without looking the
+// bucket up, and marks it complete from the revision it created, without
+// reading it back.
 func TestPublishLooksUpOnceAndWritesTheManifestWithoutReading(t *testing.T) {
 	x := setup(t)
 	spy := apiSpy(t, x.b.URL, "$JS.API.>")
 	_, err := x.c.Publish(x.ctx, mustBatch(t, 3, "looks"))
 	require.NoError(t, err)
-	got := spy.subjects(t, 2)
-	slices.Sort(got)
-	require.Equal(t, []string{"$JS.API.STREAM.INFO.KV_warren_batches", "$JS.API.STREAM.INFO.WARREN_TASKS"}, got)
+	got := spy.subjects(t, 1)
+	require.Equal(t, []string{"$JS.API.STREAM.INFO.WARREN_TASKS"}, got)
 	m, err := x.c.Manifest(x.ctx, "looks")
 	require.NoError(t, err)
 	a, ok := m.Attempt(1)
