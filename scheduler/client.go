@@ -93,13 +93,14 @@ func lookup[T any](ctx context.Context, c *Client, what string, open func() (T, 
 	return v, nil
 }
 
-// prefetch looks up, ahead of its use, the stream a publication will open
-// (errors are left to the use): the tasks stream, for the size check of a
-// client that is not a tenant's (a tenant's needs none: size.go). The
+// prefetch looks up, ahead of its use, what a publication will read
+// (errors are left to the use): the tasks stream's max_msg_size, for the
+// size check of a client that is not a tenant's (a tenant's needs none:
+// size.go). The
 // manifest is written without the bucket's handle (putManifest).
 func (c *Client) prefetch(ctx context.Context) {
 	if c.cfg.Tenant == "" {
-		_, _ = c.stream(ctx, messages.StreamTasks)
+		_, _, _ = c.taskSizeLimit(ctx)
 	}
 }
 

@@ -2,9 +2,13 @@ package scheduler
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/warrenhq/warren/messages"
 )
 
@@ -27,11 +31,13 @@ func (c *Client) taskSizeLimit(ctx context.Context) (int64, string, error) {
 		// headers of bounded ids (broker setup), so it does not bind first.
 		return limit, what, nil
 	}
-	s, err := c.stream(ctx, messages.StreamTasks)
+	m, err := lookup(ctx, c, "stream "+messages.StreamTasks+" max_msg_size", func() (int64, error) {
+		return c.streamMaxMsgSize(ctx, messages.StreamTasks)
+	})
 	if err != nil {
 		return 0, "", err
 	}
-	if m := int64(s.CachedInfo().Config.MaxMsgSize); m > 0 && (limit <= 0 || m < limit) {
+	if m > 0 && (limit <= 0 || m < limit) {
 		limit, what = m, "the max_msg_size of stream "+messages.StreamTasks
 	}
 	return limit, what, nil
@@ -58,4 +64,42 @@ func (c *Client) checkSizes(ctx context.Context, msgs []*nats.Msg, lines []int, 
 		return be
 	}
 	return nil
+}
+
+// streamMaxMsgSize is stream's max_msg_size, read with one STREAM.INFO
+// request decoded into that field alone: the stream handle's full info
+// (config, state, cluster) cost a one-off command's start ~0.5 ms of
+// encoding/json's first look at its types, on the way to its
+// publication. Errors are the handle's: ErrStreamNotFound for a stream
+// that does not exist, ErrJetStreamNotEnabled when nothing answers.
+func (c *Client) streamMaxMsgSize(ctx context.Context, stream string) (int64, error) {
+	prefix := c.js.Options().APIPrefix
+	if prefix == "" {
+		prefix = jetstream.DefaultAPIPrefix
+	} else if !strings.HasSuffix(prefix, ".") {
+		prefix += "."
+	}
+	msg, err := c.nc.RequestWithContext(ctx, prefix+"STREAM.INFO."+stream, nil)
+	if errors.Is(err, nats.ErrNoResponders) {
+		return 0, jetstream.ErrJetStreamNotEnabled
+	}
+	if err != nil {
+		return 0, err
+	}
+	var resp struct {
+		Config struct {
+			MaxMsgSize int32 `json:"max_msg_size"`
+		} `json:"config"`
+		Error *jetstream.APIError `json:"error"`
+	}
+	if err := json.Unmarshal(msg.Data, &resp); err != nil {
+		return 0, fmt.Errorf("decode the info of stream %s: %w", stream, err)
+	}
+	switch {
+	case resp.Error == nil:
+		return int64(resp.Config.MaxMsgSize), nil
+	case resp.Error.ErrorCode == jetstream.JSErrCodeStreamNotFound:
+		return 0, jetstream.ErrStreamNotFound
+	}
+	return 0, resp.Error
 }

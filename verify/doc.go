@@ -98,6 +98,6 @@
 //
 // # Batches
 //
-// [LoadBatch] turns a JSONL file or a batch directory into tasks for
-// `warren verify`.
+// Package batchfile (verify/batchfile) turns a JSONL file or a batch
+// directory into tasks for `warren verify`.
 package verify

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"github.com/warrenhq/warren/verify/batchfile"
 	"os"
 	"path/filepath"
 	"testing"
@@ -20,7 +21,7 @@ func TestCoqExamples(t *testing.T) {
 	sb := testRunner(t)
 	p := testProfiles(t).Get("coq")
 	c := newTestChecker(t)
-	tasks, err := LoadBatch(filepath.Join("..", "examples", "coq", "batch.jsonl"), "coq")
+	tasks, err := batchfile.Load(filepath.Join("..", "examples", "coq", "batch.jsonl"), "coq")
 	require.NoError(t, err)
 	f, err := os.Open(filepath.Join("..", "examples", "coq", "expected.jsonl"))
 	require.NoError(t, err)

@@ -10,7 +10,7 @@ import (
 
 	"github.com/warrenhq/warren/messages"
 	"github.com/warrenhq/warren/scheduler"
-	"github.com/warrenhq/warren/verify"
+	"github.com/warrenhq/warren/verify/batchfile"
 )
 
 // verifyCmd checks a batch of proofs and reports verdicts.
@@ -35,7 +35,7 @@ type verifyLine struct {
 }
 
 func (c *verifyCmd) Run(g *globals) (err error) {
-	tasks, err := verify.LoadBatch(c.Path, c.Profile)
+	tasks, err := batchfile.Load(c.Path, c.Profile)
 	if err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-package verify
+package batchfile
 
 import (
 	"errors"
@@ -49,9 +49,9 @@ func TestLoadBatchJSONL(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			tasks, err := LoadBatch(writeTemp(t, "batch.jsonl", tc.content), "coq")
+			tasks, err := Load(writeTemp(t, "batch.jsonl", tc.content), "coq")
 			if tc.wantInMsg != "" {
-				var be *BatchError
+				var be *Error
 				require.True(t, errors.As(err, &be), "got %v", err)
 				require.Equal(t, tc.wantLine, be.Line)
 				require.Contains(t, be.Error(), tc.wantInMsg)
@@ -99,9 +99,9 @@ func TestLoadBatchDir(t *testing.T) {
 			for n, c := range tc.files {
 				require.NoError(t, os.WriteFile(filepath.Join(dir, n), []byte(c), 0o644))
 			}
-			tasks, err := LoadBatch(dir, "coq")
+			tasks, err := Load(dir, "coq")
 			if tc.wantInMsg != "" {
-				var be *BatchError
+				var be *Error
 				require.True(t, errors.As(err, &be), "got %v", err)
 				require.Contains(t, be.Error(), tc.wantInMsg)
 				return
@@ -118,23 +118,23 @@ func TestLoadBatchDir(t *testing.T) {
 
 func TestLoadBatchExamples(t *testing.T) {
 	t.Parallel()
-	tasks, err := LoadBatch(filepath.Join("..", "examples", "coq", "batch.jsonl"), "coq")
+	tasks, err := Load(filepath.Join("..", "..", "examples", "coq", "batch.jsonl"), "coq")
 	require.NoError(t, err)
 	require.NotEmpty(t, tasks)
 }
 
 // FuzzLoadBatch: any input either loads into tasks that validate, or is
-// refused with a *BatchError; never a panic.
+// refused with a *Error; never a panic.
 func FuzzLoadBatch(f *testing.F) {
 	f.Add(`{"id":"a","theorem":"t","statement":"True","proof":"p"}`)
 	f.Add("\n\n{\"id\":\"a\"}\n")
 	f.Add(`{"id":"a","theorem":"a.b","statement":"s","proof":"p","profile":"x","header":"h"}` + "\n" + `[1,2]`)
 	f.Add(`{"id":"a","theorem":"t","statement":"\u0000","proof":"p"}`)
 	f.Fuzz(func(t *testing.T, content string) {
-		tasks, err := LoadBatch(writeTemp(t, "b.jsonl", content), "coq")
+		tasks, err := Load(writeTemp(t, "b.jsonl", content), "coq")
 		if err != nil {
-			var be *BatchError
-			require.True(t, errors.As(err, &be), "error %v is not a *BatchError", err)
+			var be *Error
+			require.True(t, errors.As(err, &be), "error %v is not a *Error", err)
 			return
 		}
 		for _, task := range tasks {

@@ -1,4 +1,4 @@
-package verify
+package batchfile
 
 import (
 	"bufio"
@@ -15,10 +15,10 @@ import (
 	"github.com/warrenhq/warren/messages"
 )
 
-// BatchLine is one proof of a verify batch: a line of a JSONL batch, or
+// Line is one proof of a verify batch: a line of a JSONL batch, or
 // the <id>.json beside <id>.v / <id>.lean in a batch directory (where id
 // and proof come from the file names and contents).
-type BatchLine struct {
+type Line struct {
 	ID        string `json:"id"`
 	Theorem   string `json:"theorem"`
 	Statement string `json:"statement"`
@@ -27,15 +27,15 @@ type BatchLine struct {
 	Header    string `json:"header,omitempty"`
 }
 
-// BatchError says where a batch is wrong and what to fix. Line is 0 for
+// Error says where a batch is wrong and what to fix. Line is 0 for
 // a directory entry.
-type BatchError struct {
+type Error struct {
 	Path string
 	Line int
 	Msg  string
 }
 
-func (e *BatchError) Error() string {
+func (e *Error) Error() string {
 	if e.Line > 0 {
 		return fmt.Sprintf("%s:%d: %s", e.Path, e.Line, e.Msg)
 	}
@@ -49,14 +49,14 @@ const batchFileName = "batch.jsonl"
 // proofExts are the proof file extensions a batch directory may hold.
 var proofExts = []string{".v", ".lean"}
 
-// LoadBatch turns a verify batch into tasks: a JSONL file (one BatchLine a
+// Load turns a verify batch into tasks: a JSONL file (one Line a
 // line; blank lines skipped) or a directory laid out as docs/verify.md
 // describes. Lines without a profile get defaultProfile. The tasks are
 // validated except for Batch, which the caller sets before publishing.
-func LoadBatch(path, defaultProfile string) ([]messages.Task, error) {
+func Load(path, defaultProfile string) ([]messages.Task, error) {
 	fi, err := os.Stat(path)
 	if err != nil {
-		return nil, &BatchError{Path: path, Msg: fmt.Sprintf("cannot read the batch: %v", err)}
+		return nil, &Error{Path: path, Msg: fmt.Sprintf("cannot read the batch: %v", err)}
 	}
 	var lines []located
 	if fi.IsDir() {
@@ -72,7 +72,7 @@ func LoadBatch(path, defaultProfile string) ([]messages.Task, error) {
 		return nil, err
 	}
 	if len(lines) == 0 {
-		return nil, &BatchError{Path: path, Msg: "the batch holds no proofs"}
+		return nil, &Error{Path: path, Msg: "the batch holds no proofs"}
 	}
 	tasks := make([]messages.Task, 0, len(lines))
 	seen := map[string]located{}
@@ -101,7 +101,7 @@ func LoadBatch(path, defaultProfile string) ([]messages.Task, error) {
 
 // located is a batch line and where it came from.
 type located struct {
-	BatchLine
+	Line
 	path string
 	line int
 }
@@ -113,7 +113,7 @@ func (l located) where() string {
 	return l.path
 }
 
-func (l located) err(msg string) error { return &BatchError{Path: l.path, Line: l.line, Msg: msg} }
+func (l located) err(msg string) error { return &Error{Path: l.path, Line: l.line, Msg: msg} }
 
 // fixHint turns a task validation error into advice about the batch line.
 func fixHint(err error) string {
@@ -143,17 +143,17 @@ func readJSONL(path string, r io.Reader) ([]located, error) {
 		if len(raw) == 0 {
 			continue
 		}
-		var bl BatchLine
+		var bl Line
 		if err := decodeLine(raw, &bl); err != nil {
-			return nil, &BatchError{Path: path, Line: n, Msg: err.Error()}
+			return nil, &Error{Path: path, Line: n, Msg: err.Error()}
 		}
-		out = append(out, located{BatchLine: bl, path: path, line: n})
+		out = append(out, located{Line: bl, path: path, line: n})
 	}
 	if err := sc.Err(); err != nil {
 		if errors.Is(err, bufio.ErrTooLong) {
-			return nil, &BatchError{Path: path, Line: n + 1, Msg: fmt.Sprintf("line longer than %d bytes; shorten the proof or split it", messages.MaxTaskBytes)}
+			return nil, &Error{Path: path, Line: n + 1, Msg: fmt.Sprintf("line longer than %d bytes; shorten the proof or split it", messages.MaxTaskBytes)}
 		}
-		return nil, &BatchError{Path: path, Msg: err.Error()}
+		return nil, &Error{Path: path, Msg: err.Error()}
 	}
 	return out, nil
 }
@@ -182,14 +182,14 @@ func readBatchDir(dir string) ([]located, error) {
 	if _, err := os.Stat(filepath.Join(dir, batchFileName)); err == nil {
 		f, err := os.Open(filepath.Join(dir, batchFileName))
 		if err != nil {
-			return nil, &BatchError{Path: dir, Msg: err.Error()}
+			return nil, &Error{Path: dir, Msg: err.Error()}
 		}
 		defer f.Close()
 		return readJSONL(filepath.Join(dir, batchFileName), f)
 	}
 	entries, err := os.ReadDir(dir)
 	if err != nil {
-		return nil, &BatchError{Path: dir, Msg: err.Error()}
+		return nil, &Error{Path: dir, Msg: err.Error()}
 	}
 	byID := map[string]string{} // id -> proof file
 	metas := map[string]bool{}
@@ -205,14 +205,14 @@ func readBatchDir(dir string) ([]located, error) {
 			metas[id] = true
 		case contains(proofExts, ext):
 			if other, dup := byID[id]; dup {
-				return nil, &BatchError{Path: filepath.Join(dir, name), Msg: fmt.Sprintf("two proofs for id %q (%s too); keep one", id, other)}
+				return nil, &Error{Path: filepath.Join(dir, name), Msg: fmt.Sprintf("two proofs for id %q (%s too); keep one", id, other)}
 			}
 			byID[id] = name
 		}
 	}
 	for id := range metas {
 		if _, ok := byID[id]; !ok {
-			return nil, &BatchError{Path: filepath.Join(dir, id+".json"), Msg: fmt.Sprintf("no proof file %s.v or %s.lean beside it", id, id)}
+			return nil, &Error{Path: filepath.Join(dir, id+".json"), Msg: fmt.Sprintf("no proof file %s.v or %s.lean beside it", id, id)}
 		}
 	}
 	ids := make([]string, 0, len(byID))
@@ -224,28 +224,28 @@ func readBatchDir(dir string) ([]located, error) {
 	for _, id := range ids {
 		metaPath := filepath.Join(dir, id+".json")
 		if !metas[id] {
-			return nil, &BatchError{Path: filepath.Join(dir, byID[id]), Msg: fmt.Sprintf("missing %s.json with the theorem and statement", id)}
+			return nil, &Error{Path: filepath.Join(dir, byID[id]), Msg: fmt.Sprintf("missing %s.json with the theorem and statement", id)}
 		}
 		meta, err := os.ReadFile(metaPath)
 		if err != nil {
-			return nil, &BatchError{Path: metaPath, Msg: err.Error()}
+			return nil, &Error{Path: metaPath, Msg: err.Error()}
 		}
-		var bl BatchLine
+		var bl Line
 		if err := decodeLine(meta, &bl); err != nil {
-			return nil, &BatchError{Path: metaPath, Msg: err.Error()}
+			return nil, &Error{Path: metaPath, Msg: err.Error()}
 		}
 		if bl.ID != "" && bl.ID != id {
-			return nil, &BatchError{Path: metaPath, Msg: fmt.Sprintf("id %q differs from the file name %q; drop id or rename", bl.ID, id)}
+			return nil, &Error{Path: metaPath, Msg: fmt.Sprintf("id %q differs from the file name %q; drop id or rename", bl.ID, id)}
 		}
 		if bl.Proof != "" {
-			return nil, &BatchError{Path: metaPath, Msg: fmt.Sprintf("proof belongs in %s, not in the JSON", byID[id])}
+			return nil, &Error{Path: metaPath, Msg: fmt.Sprintf("proof belongs in %s, not in the JSON", byID[id])}
 		}
 		proof, err := os.ReadFile(filepath.Join(dir, byID[id]))
 		if err != nil {
-			return nil, &BatchError{Path: filepath.Join(dir, byID[id]), Msg: err.Error()}
+			return nil, &Error{Path: filepath.Join(dir, byID[id]), Msg: err.Error()}
 		}
 		bl.ID, bl.Proof = id, string(proof)
-		out = append(out, located{BatchLine: bl, path: metaPath})
+		out = append(out, located{Line: bl, path: metaPath})
 	}
 	return out, nil
 }
