@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"fmt"
+	"github.com/warrenhq/warren/sandbox/internal/seccomppolicy"
 	"net"
 	"os"
 	"os/exec"
@@ -117,7 +118,7 @@ func TestLandlockBoundaries(t *testing.T) {
 		{name: "tcp connect with network none", probe: []string{"tcp-connect", host.tcpAddr}},
 		{name: "udp send with network none", probe: []string{"udp-send", host.udpAddr}},
 		{name: "netlink socket", network: NetworkLoopback, probe: []string{"socket", strconv.Itoa(unix.AF_NETLINK), strconv.Itoa(unix.SOCK_RAW), "0"}},
-		{name: "mptcp socket with network loopback", network: NetworkLoopback, probe: []string{"socket", strconv.Itoa(unix.AF_INET), strconv.Itoa(unix.SOCK_STREAM), strconv.Itoa(ipprotoMPTCP)}},
+		{name: "mptcp socket with network loopback", network: NetworkLoopback, probe: []string{"socket", strconv.Itoa(unix.AF_INET), strconv.Itoa(unix.SOCK_STREAM), strconv.Itoa(seccomppolicy.IPProtoMPTCP)}},
 		{name: "host abstract unix socket", probe: []string{"abstract-connect", host.abstract}},
 		{name: "host abstract unix socket (landlock alone)", probe: []string{"abstract-connect", host.abstract}, landlockOnly: true},
 		{name: "host pathname unix socket in /tmp", probe: []string{"unix-connect", host.unixPath}},

@@ -7,6 +7,7 @@ import (
 	seccomp "github.com/elastic/go-seccomp-bpf"
 	"github.com/elastic/go-seccomp-bpf/arch"
 	"github.com/stretchr/testify/require"
+	"github.com/warrenhq/warren/sandbox/internal/seccomppolicy"
 	"golang.org/x/net/bpf"
 	"golang.org/x/sys/unix"
 )
@@ -62,8 +63,8 @@ func TestSeccompProgram(t *testing.T) {
 		{"packet", seccompPolicy{AllowInet: true}, seccompData(id, nr("socket"), unix.AF_PACKET, unix.SOCK_RAW, 0), afnosupport},
 		{"vsock", seccompPolicy{AllowInet: true}, seccompData(id, nr("socket"), unix.AF_VSOCK, unix.SOCK_STREAM, 0), afnosupport},
 		{"unix family with junk in the upper half", seccompPolicy{AllowUnix: true}, seccompData(id, nr("socket"), 1<<32|unix.AF_UNIX, unix.SOCK_STREAM, 0), afnosupport},
-		{"mptcp", seccompPolicy{AllowInet: true}, seccompData(id, nr("socket"), unix.AF_INET, unix.SOCK_STREAM, ipprotoMPTCP), afnosupport},
-		{"mptcp smuggled in the upper half", seccompPolicy{AllowInet: true}, seccompData(id, nr("socket"), unix.AF_INET, unix.SOCK_STREAM, 1<<32|ipprotoMPTCP), afnosupport},
+		{"mptcp", seccompPolicy{AllowInet: true}, seccompData(id, nr("socket"), unix.AF_INET, unix.SOCK_STREAM, seccomppolicy.IPProtoMPTCP), afnosupport},
+		{"mptcp smuggled in the upper half", seccompPolicy{AllowInet: true}, seccompData(id, nr("socket"), unix.AF_INET, unix.SOCK_STREAM, 1<<32|seccomppolicy.IPProtoMPTCP), afnosupport},
 		{"io_uring_setup", seccompPolicy{AllowInet: true}, seccompData(id, nr("io_uring_setup")), uint32(seccomp.ActionErrno) | uint32(unix.ENOSYS)},
 		{"keyctl", seccompPolicy{AllowInet: true}, seccompData(id, nr("keyctl")), uint32(seccomp.ActionErrno) | uint32(unix.EPERM)},
 		{"unshare CLONE_NEWUSER", seccompPolicy{}, seccompData(id, nr("unshare"), unix.CLONE_NEWUSER|unix.CLONE_NEWNS), eperm},

@@ -1,0 +1,44 @@
+//go:build linux && amd64
+
+package sandbox
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"github.com/warrenhq/warren/sandbox/internal/seccomppolicy"
+)
+
+// The generated table is go-seccomp-bpf's assembly of each policy, and
+// holds every policy; a change to the policy or the library fails here
+// until `go generate ./sandbox` is run.
+func TestSeccompTableIsTheLibrarysAssembly(t *testing.T) {
+	require.Len(t, seccompTable, 4, "one program per seccompPolicy")
+	for _, inet := range []bool{false, true} {
+		for _, unix := range []bool{false, true} {
+			want, err := seccomppolicy.Program(inet, unix)
+			require.NoError(t, err)
+			got, err := (&seccompPolicy{AllowInet: inet, AllowUnix: unix}).program()
+			require.NoError(t, err)
+			require.Equal(t, want, got, "inet %t unix %t: the table is stale; run go generate ./sandbox", inet, unix)
+		}
+	}
+}
+
+// The sandbox package does not link go-seccomp-bpf (its tables cost each
+// binary's start): only the generator and tests do.
+func TestSandboxDoesNotLinkTheSeccompLibrary(t *testing.T) {
+	for _, dep := range goListDeps(t, "github.com/warrenhq/warren/sandbox") {
+		require.NotContains(t, dep, "go-seccomp-bpf", "the sandbox package imports %s", dep)
+	}
+}
+
+// goListDeps is `go list -deps pkg` (the build's dependencies, no tests).
+func goListDeps(t *testing.T, pkg string) []string {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-deps", pkg).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	return strings.Fields(string(out))
+}
