@@ -3,8 +3,6 @@
 package sandbox
 
 import (
-	"os/exec"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -25,20 +23,4 @@ func TestSeccompTableIsTheLibrarysAssembly(t *testing.T) {
 			require.Equal(t, want, got, "inet %t unix %t: the table is stale; run go generate ./sandbox", inet, unix)
 		}
 	}
-}
-
-// The sandbox package does not link go-seccomp-bpf (its tables cost each
-// binary's start): only the generator and tests do.
-func TestSandboxDoesNotLinkTheSeccompLibrary(t *testing.T) {
-	for _, dep := range goListDeps(t, "github.com/warrenhq/warren/sandbox") {
-		require.NotContains(t, dep, "go-seccomp-bpf", "the sandbox package imports %s", dep)
-	}
-}
-
-// goListDeps is `go list -deps pkg` (the build's dependencies, no tests).
-func goListDeps(t *testing.T, pkg string) []string {
-	t.Helper()
-	out, err := exec.Command("go", "list", "-deps", pkg).CombinedOutput()
-	require.NoError(t, err, "%s", out)
-	return strings.Fields(string(out))
 }
