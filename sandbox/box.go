@@ -1,9 +1,10 @@
 package sandbox
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
+	"sync/atomic"
 )
 
 // The first half of the run skeleton (run.go), shared by cold runs and
@@ -97,8 +98,22 @@ var cgroupPrefixes = map[Isolation]string{
 	IsolationLandlock:  "ll-",
 }
 
+// cgroupSeq numbers the cgroups of runs in a caller's home (cgroupName).
+var cgroupSeq atomic.Uint64
+
 // cgroupName is the name of b's cgroup in mode iso: the one place run
-// cgroups are named.
+// cgroups are named. It is unique on the host and carries the owner tag
+// (sweepStale removes it once its worker is dead) whatever the home: a
+// home the Runner made is named so already (owner tag, random suffix); a
+// caller's home (Spec.Scratch, say verify's "compile") is not, so its
+// run's cgroup is named after the owner and a per-process sequence number
+// instead. The uid does not make a name unique: it goes back to the pool,
+// where this or another worker on the host can lease it again, before
+// its run's cgroup is removed.
 func cgroupName(iso Isolation, b *box) string {
-	return cgroupPrefixes[iso] + filepath.Base(b.home.path) + "-" + fmt.Sprint(b.uid)
+	home := filepath.Base(b.home.path)
+	if !b.home.owned {
+		home = scratchPrefix() + "c" + strconv.FormatUint(cgroupSeq.Add(1), 10)
+	}
+	return cgroupPrefixes[iso] + home + "-" + strconv.FormatUint(uint64(b.uid), 10)
 }

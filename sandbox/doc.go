@@ -37,7 +37,9 @@
 // else is one skeleton for both modes, cold or warm: run.go (validate →
 // warm sandbox or cold → launch → Layers in force) over box.go (identity
 // from the uid pool → home → the mode's prepare → cgroup, named in one
-// place, and giveBack, the mode's teardown), the init protocol in
+// place: unique on the host and tagged with its owner whatever the home,
+// since a uid goes back to the pool before its cgroup is removed — and
+// giveBack, the mode's teardown), the init protocol in
 // init_launch.go. The warm pool is keyed by mode (warm_key.go,
 // warm_pool.go); a warm sandbox (warm_sandbox.go) is the skeleton cut in
 // two: acquire ahead of its task, the launch when the task arrives. What

@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 	"os"
+	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/warrenhq/warren/sandbox"
@@ -18,6 +20,7 @@ func TestMain(m *testing.M) {
 	if os.Getenv(e2eMainEnv) == "1" {
 		main()
 	}
+	clearUserConfig()
 	removeAgent := agentForWorkers()
 	code := m.Run()
 	removeAgent()
@@ -39,4 +42,38 @@ func agentForWorkers() func() {
 	}
 	_ = os.Setenv("WARREN_SESSION_AGENT", bin)
 	return remove
+}
+
+// clearUserConfig unsets the environment variables the CLI reads as flag
+// defaults ($WARREN_DATA_DIR, $WARREN_NATS_URL, ... : every env tag of the
+// cli): the tests' warren processes inherit the test's environment, and a
+// developer's own configuration must not point them at another broker or
+// data directory (a shell with WARREN_DATA_DIR set made the doctor tests
+// read that directory's broker.json). WARREN_SESSION_AGENT stays: it is
+// how a run of the tests is given its agent (agentForWorkers).
+func clearUserConfig() {
+	for _, name := range cliEnvVars(reflect.TypeOf(cli{})) {
+		if name != "WARREN_SESSION_AGENT" {
+			_ = os.Unsetenv(name)
+		}
+	}
+}
+
+// cliEnvVars lists the env tags of t's fields, nested commands included.
+func cliEnvVars(t reflect.Type) []string {
+	var names []string
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if env, ok := f.Tag.Lookup("env"); ok {
+			names = append(names, strings.Split(env, ",")...)
+		}
+		ft := f.Type
+		for ft.Kind() == reflect.Pointer {
+			ft = ft.Elem()
+		}
+		if ft.Kind() == reflect.Struct && ft.PkgPath() == t.PkgPath() {
+			names = append(names, cliEnvVars(ft)...)
+		}
+	}
+	return names
 }

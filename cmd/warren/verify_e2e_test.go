@@ -133,7 +133,7 @@ func TestE2EVerifyCoqCorpus(t *testing.T) {
 		first := got[v.ID]
 		require.NotNil(t, v.Verdict, l)
 		require.Equal(t, first.Verdict.Accepted, v.Verdict.Accepted, v.ID)
-		require.Equal(t, first.Verdict.Reason, v.Verdict.Reason, v.ID)
+		require.Equal(t, first.Verdict.Reason, v.Verdict.Reason, "%s: %s", v.ID, v.Verdict.Messages)
 		require.Equal(t, first.Verdict.Toolchain, v.Verdict.Toolchain, v.ID)
 		switch first.Verdict.Reason {
 		case messages.ReasonTimeout, messages.ReasonOutOfMemory:
