@@ -22,6 +22,12 @@
 //
 // # Failure handling
 //
+// One running server at a time holds a DataDir: [Server.Start] takes an
+// flock on DataDir/broker.lock (released at Stop, or when the process
+// ends, however it ends) and fails with [ErrDataDirInUse], naming the
+// holder's pid, when another server — in this process or another — holds
+// it. Two nats-servers on one JetStream store rewrite each other's blocks.
+//
 // [Server.Start] returns an error if the server is not ready for
 // connections within Config.ReadyTimeout (or ctx's deadline, if sooner),
 // naming the port and the data dir; the JetStream file store in

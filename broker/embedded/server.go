@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -104,6 +105,7 @@ type Server struct {
 
 	mu      sync.Mutex
 	ns      *server.Server
+	lock    *os.File // DataDir's lock, held from Start to Stop
 	stopped chan struct{}
 	once    sync.Once
 
@@ -132,8 +134,13 @@ func (s *Server) Start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	lock, err := lockDataDir(s.cfg.DataDir)
+	if err != nil {
+		return err
+	}
 	ns, err := server.NewServer(opts)
 	if err != nil {
+		_ = lock.Close()
 		return fmt.Errorf("broker: configure nats-server: %w", err)
 	}
 	go ns.Start()
@@ -143,9 +150,11 @@ func (s *Server) Start(ctx context.Context) error {
 	}
 	if !ns.ReadyForConnections(deadline) {
 		ns.Shutdown()
+		ns.WaitForShutdown()
+		_ = lock.Close()
 		return fmt.Errorf("broker: nats-server not ready within %s (is port %d in use, or %s not writable?)", deadline, s.cfg.Port, s.cfg.DataDir)
 	}
-	s.ns = ns
+	s.ns, s.lock = ns, lock
 	s.log.Info().Str("url", s.ClientURL()).Str("store", opts.StoreDir).Bool("auth", s.cfg.ConfigFile != "").Bool("tls", opts.TLSConfig != nil).Msg("embedded broker ready")
 	if s.cfg.ConfigFile != "" {
 		s.watching.Add(1)
@@ -202,11 +211,12 @@ func (s *Server) Stop() {
 		close(s.stopWatch)
 		s.watching.Wait()
 		s.mu.Lock()
-		ns := s.ns
+		ns, lock := s.ns, s.lock
 		s.mu.Unlock()
 		if ns != nil {
 			ns.Shutdown()
 			ns.WaitForShutdown()
+			_ = lock.Close() // after the store is closed
 		}
 		close(s.stopped)
 	})

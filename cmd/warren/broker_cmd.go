@@ -78,6 +78,9 @@ func (f *brokerFlags) startServer(g *globals) (*embedded.Server, error) {
 		return nil, err
 	}
 	if err := srv.Start(g.Ctx); err != nil {
+		if errors.Is(err, embedded.ErrDataDirInUse) {
+			return nil, fmt.Errorf("stop the broker that holds --data-dir %s (or let it finish), or give this one its own --data-dir (%w)", g.DataDir, err)
+		}
 		return nil, err
 	}
 	if cl != nil {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -15,6 +16,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/stretchr/testify/require"
 	"github.com/warrenhq/warren/broker/brokertest"
+	"github.com/warrenhq/warren/broker/embedded"
 )
 
 // A client given no broker never dials whatever listens on 127.0.0.1:4222
@@ -166,4 +168,35 @@ func TestWorkerWithoutABrokerSaysHowToNameOne(t *testing.T) {
 	ctx := context.Background()
 	err := run(ctx, ctx, []string{"worker", "--data-dir", t.TempDir()}, stdio{In: strings.NewReader(""), Out: &out, Err: &errb})
 	require.ErrorContains(t, err, "no broker to serve: pass --nats URL")
+}
+
+// Two commands with no broker to dial on one --data-dir (two `warren
+// verify` from a script) would run two embedded brokers on one JetStream
+// store: the second is refused before it publishes anything, and told
+// what to do. `warren broker` on a held data dir is refused too.
+func TestASecondEmbeddedBrokerOnADataDirIsRefused(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	dataDir := t.TempDir()
+	holder, err := embedded.New(embedded.Config{DataDir: dataDir, DontListen: true})
+	require.NoError(t, err)
+	require.NoError(t, holder.Start(ctx))
+	t.Cleanup(holder.Stop)
+
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"hosts"}, "no broker is running for --data-dir " + dataDir + ", and another command's embedded broker holds it: run `warren up`"},
+		{[]string{"broker", "--listen", "127.0.0.1:0"}, "stop the broker that holds --data-dir " + dataDir},
+	} {
+		c := exec.CommandContext(ctx, os.Args[0], tc.args...)
+		c.Env = append(withoutEnv(os.Environ(), "WARREN_NATS_URL"), e2eMainEnv+"=1", "WARREN_DATA_DIR="+dataDir)
+		out, err := c.CombinedOutput()
+		require.Error(t, err, "%v: %s", tc.args, out)
+		require.Contains(t, string(out), tc.want, tc.args)
+		require.Contains(t, string(out), fmt.Sprintf("in use by another broker (pid %d,", os.Getpid()), tc.args)
+		t.Logf("%v: %s", tc.args, out)
+	}
+	require.NoFileExists(t, filepath.Join(dataDir, brokerRecordFile), "the refused broker recorded nothing")
 }

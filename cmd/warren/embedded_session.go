@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -25,6 +26,11 @@ func (g *globals) embeddedSession(ctx context.Context, name string) (*session, e
 		return nil, err
 	}
 	if err := srv.Start(ctx); err != nil {
+		if errors.Is(err, embedded.ErrDataDirInUse) {
+			// Another command with no broker to dial started its own
+			// embedded one on this store, and they cannot share it.
+			return nil, fmt.Errorf("no broker is running for --data-dir %s, and another command's embedded broker holds it: run `warren up` (commands then share its broker), or give each command its own --data-dir (%w)", g.DataDir, err)
+		}
 		return nil, err
 	}
 	s.closers = append(s.closers, srv.Stop)
