@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"testing"
@@ -113,4 +114,22 @@ func TestALockDiesWithItsProcess(t *testing.T) {
 	srv, err := start(t, dir)
 	require.NoError(t, err, "a killed holder's lock is gone")
 	usable(t, srv, "AFTER")
+}
+
+// A server that fails to start (its port taken) leaves the data dir free:
+// the next broker on it starts.
+func TestAFailedStartLeavesTheDirFree(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer l.Close()
+	dir := t.TempDir()
+	srv, err := embedded.New(embedded.Config{DataDir: dir, Port: l.Addr().(*net.TCPAddr).Port, ReadyTimeout: time.Second})
+	require.NoError(t, err)
+	err = srv.Start(context.Background())
+	require.ErrorContains(t, err, "not ready")
+	require.NotErrorIs(t, err, embedded.ErrDataDirInUse)
+
+	next, err := start(t, dir)
+	require.NoError(t, err, "a failed start released the dir")
+	usable(t, next, "NEXT")
 }
