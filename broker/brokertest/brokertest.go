@@ -27,7 +27,7 @@ type Broker struct {
 // Options tune Start.
 type Options struct {
 	Dir     string // data dir; defaults to t.TempDir()
-	Port    int    // defaults to -1 (a free port)
+	Port    int    // defaults to a free port below the ephemeral range (FreePorts), so Restart can bind it again
 	Streams broker.StreamConfig
 	// MaxPayload is the server's max_payload; defaults to the broker's
 	// (8 MiB). 1<<20 is a stock nats-server's.
@@ -45,7 +45,7 @@ func Start(t testing.TB, o Options) *Broker {
 		o.Dir = t.TempDir()
 	}
 	if o.Port == 0 {
-		o.Port = -1
+		o.Port = FreePorts(t, 1)[0]
 	}
 	srv, err := embedded.New(embedded.Config{DataDir: o.Dir, Port: o.Port, MaxPayload: o.MaxPayload})
 	require.NoError(t, err)

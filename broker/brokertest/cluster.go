@@ -3,7 +3,10 @@ package brokertest
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"net"
+	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -75,17 +78,39 @@ func StartCluster(t testing.TB, n int) *Cluster {
 }
 
 // FreePorts finds n free TCP ports on loopback, held open until all are
-// found so none is handed out twice.
+// found so none is handed out twice. They lie below the kernel's ephemeral
+// range (net.ipv4.ip_local_port_range): a port picked from it is free only
+// until any process's next outgoing connection takes it as its source
+// port, and then the server that was to bind it cannot (a cluster node
+// "not ready" at start, or on its restart on the same port).
 func FreePorts(t testing.TB, n int) []int {
 	t.Helper()
+	lo, hi := fixedPortRange()
 	var ports []int
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		require.NoError(t, err)
+	for tries := 0; len(ports) < n; tries++ {
+		require.Less(t, tries, 1000, "no free loopback port in [%d, %d)", lo, hi)
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", lo+rand.IntN(hi-lo)))
+		if err != nil {
+			continue // taken
+		}
 		defer l.Close()
 		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
 	}
 	return ports
+}
+
+// fixedPortRange is where FreePorts picks: from 10000 up to the start of
+// the ephemeral range (32768 by default).
+func fixedPortRange() (lo, hi int) {
+	lo, hi = 10000, 32768
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if f := strings.Fields(string(b)); len(f) == 2 {
+			if start, err := strconv.Atoi(f[0]); err == nil && start > lo+1000 {
+				hi = start
+			}
+		}
+	}
+	return lo, hi
 }
 
 func (c *Cluster) start(i int) error {

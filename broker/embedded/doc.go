@@ -28,9 +28,11 @@
 // holder's pid, when another server — in this process or another — holds
 // it. Two nats-servers on one JetStream store rewrite each other's blocks.
 //
-// [Server.Start] returns an error if the server is not ready for
-// connections within Config.ReadyTimeout (or ctx's deadline, if sooner),
-// naming the port and the data dir; the JetStream file store in
+// [Server.Start] fails at once with nats-server's own reason when its
+// start stops (a port taken: "address already in use"; JetStream's store
+// unusable), and otherwise if the server is not ready for connections
+// within Config.ReadyTimeout (or ctx's deadline, if sooner), naming the
+// port and the data dir; the JetStream file store in
 // Config.DataDir survives restarts, so a broker stopped mid-batch resumes
 // where it was. ConfigFile is re-read when its modification time changes
 // (every Config.ReloadInterval): a revoked user is disconnected, a new
@@ -41,8 +43,10 @@
 // # Limits
 //
 // MaxPayload defaults to 8 MiB (a stock nats-server's is 1 MiB). The
-// server's own signal handling and logging are off (NoSigs, NoLog): the
-// process that embeds it owns signals, and lifecycle logs go to
-// Config.Logger. Client certificates are not asked for: clients
-// authenticate with nkeys.
+// server's own signal handling and log output are off (NoSigs, NoLog): the
+// process that embeds it owns signals, and nats-server's log lines go to
+// Config.Logger beside the broker's lifecycle logs: its warnings and errors
+// as such (a tenant's permission violation, a failed authentication), its
+// notices at debug, its debug and trace lines nowhere. Client certificates
+// are not asked for: clients authenticate with nkeys.
 package embedded

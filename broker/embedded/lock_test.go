@@ -116,17 +116,21 @@ func TestALockDiesWithItsProcess(t *testing.T) {
 	usable(t, srv, "AFTER")
 }
 
-// A server that fails to start (its port taken) leaves the data dir free:
-// the next broker on it starts.
-func TestAFailedStartLeavesTheDirFree(t *testing.T) {
+// A server that fails to start (its port taken) says why at once, in
+// nats-server's words (not after ReadyTimeout, as "not ready"), and leaves
+// the data dir free: the next broker on it starts.
+func TestAFailedStartSaysWhyAndLeavesTheDirFree(t *testing.T) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	defer l.Close()
 	dir := t.TempDir()
-	srv, err := embedded.New(embedded.Config{DataDir: dir, Port: l.Addr().(*net.TCPAddr).Port, ReadyTimeout: time.Second})
+	srv, err := embedded.New(embedded.Config{DataDir: dir, Port: l.Addr().(*net.TCPAddr).Port, ReadyTimeout: time.Minute})
 	require.NoError(t, err)
-	err = srv.Start(context.Background())
-	require.ErrorContains(t, err, "not ready")
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	err = srv.Start(ctx)
+	require.ErrorContains(t, err, "address already in use")
+	require.ErrorContains(t, err, "nats-server did not start")
 	require.NotErrorIs(t, err, embedded.ErrDataDirInUse)
 
 	next, err := start(t, dir)

@@ -143,16 +143,18 @@ func (s *Server) Start(ctx context.Context) error {
 		_ = lock.Close()
 		return fmt.Errorf("broker: configure nats-server: %w", err)
 	}
+	logs := &serverLog{log: s.log}
+	ns.SetLoggerV2(logs, false, false, false)
 	go ns.Start()
 	deadline := s.cfg.ReadyTimeout
 	if d, ok := ctx.Deadline(); ok && time.Until(d) < deadline {
 		deadline = time.Until(d)
 	}
-	if !ns.ReadyForConnections(deadline) {
+	if err := s.waitReady(ns, logs, deadline); err != nil {
 		ns.Shutdown()
 		ns.WaitForShutdown()
 		_ = lock.Close()
-		return fmt.Errorf("broker: nats-server not ready within %s (is port %d in use, or %s not writable?)", deadline, s.cfg.Port, s.cfg.DataDir)
+		return err
 	}
 	s.ns, s.lock = ns, lock
 	s.log.Info().Str("url", s.ClientURL()).Str("store", opts.StoreDir).Bool("auth", s.cfg.ConfigFile != "").Bool("tls", opts.TLSConfig != nil).Msg("embedded broker ready")
