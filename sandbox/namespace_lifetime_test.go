@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/warrenhq/warren/internal/syncbuf"
+
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 )
@@ -80,7 +82,7 @@ func TestWallTimeoutKillsTheTree(t *testing.T) {
 func TestContextCancelKillsTheTree(t *testing.T) {
 	r := nsRunner(t)
 	ctx, cancel := context.WithCancel(context.Background())
-	var out syncBuffer
+	var out syncbuf.Buffer
 	done := make(chan *Result, 1)
 	go func() {
 		res, err := r.Run(ctx, Spec{Argv: sh("echo started; exec sleep 600"), Stdout: &out})
@@ -104,7 +106,7 @@ func TestWorkerSIGKILLTakesItsSandboxesDown(t *testing.T) {
 	cmd.Env = append(os.Environ(), helperEnv+"=hold",
 		"WARREN_SANDBOX_TEST_ROOT="+r.cfg.ScratchRoot,
 		"WARREN_SANDBOX_TEST_SCRIPT=(setsid sleep "+m+" &); exec sleep "+m)
-	var stderr syncBuffer
+	var stderr syncbuf.Buffer
 	cmd.Stderr = &stderr
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })

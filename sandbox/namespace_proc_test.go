@@ -1,7 +1,6 @@
 package sandbox
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -10,10 +9,11 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/warrenhq/warren/internal/syncbuf"
 
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
@@ -112,7 +112,7 @@ sys.stdin.read()
 `, name, name)
 	pr, pw, err := os.Pipe()
 	require.NoError(t, err)
-	var aOut syncBuffer
+	var aOut syncbuf.Buffer
 	aDone := make(chan error, 1)
 	go func() {
 		_, err := r.Run(context.Background(), Spec{Argv: py(aScript), Stdin: pr, Stdout: &aOut, Limits: Limits{Wall: time.Minute}})
@@ -133,24 +133,6 @@ print("markers", glob.glob("/tmp/**/a-marker", recursive=True))
 	require.Contains(t, o.stdout, fmt.Sprintf("connect ERR %d", unix.ECONNREFUSED))
 	require.Contains(t, o.stdout, "procs ['1']")
 	require.Contains(t, o.stdout, "markers []")
-}
-
-// syncBuffer is a bytes.Buffer safe for a writer and a concurrent reader.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 func TestNetworkIsNoneByDefault(t *testing.T) {

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/warrenhq/warren/internal/syncbuf"
+
 	"github.com/stretchr/testify/require"
 )
 
@@ -29,7 +31,7 @@ func TestStaleSandboxesOfADeadWorkerAreSwept(t *testing.T) {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = append(os.Environ(), helperEnv+"=hold", "WARREN_SANDBOX_TEST_ROOT="+root,
 		"WARREN_SANDBOX_TEST_SCRIPT=mkdir $HOME/d; echo x > $HOME/d/f; chmod 0 $HOME/d; exec sleep "+m)
-	var stderr syncBuffer
+	var stderr syncbuf.Buffer
 	cmd.Stderr = &stderr
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/warrenhq/warren/internal/syncbuf"
+
 	"github.com/stretchr/testify/require"
 )
 
@@ -228,7 +230,7 @@ func startUsageProbe(t *testing.T, r *Runner, spec Spec, warm bool) *usageRun {
 		closeChild = func() { _ = inR.Close(); _ = outW.Close() }
 		t.Cleanup(func() { _ = inW.Close(); _ = outR.Close() })
 	}
-	stderr := &syncBuffer{}
+	stderr := &syncbuf.Buffer{}
 	spec.Stderr = stderr
 	spec.Limits.Wall = time.Minute
 	spec.Started = func(h Handle) { u.handles <- h }

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/warrenhq/warren/internal/syncbuf"
+
 	"github.com/stretchr/testify/require"
 	"github.com/warrenhq/warren/broker"
 	"github.com/warrenhq/warren/messages"
@@ -114,7 +116,7 @@ func TestExecReadsTheResultItsFinalEventAnnounces(t *testing.T) {
 			done := x.scriptedWorker(t, tt.play(x, gets))
 			ctx, cancel := context.WithTimeout(x.ctx, 20*time.Second)
 			defer cancel()
-			var stdout, stderr syncBuffer
+			var stdout, stderr syncbuf.Buffer
 			res, err := c.Exec(ctx, messages.Task{Argv: []string{"echo", "hi"}}, &stdout, &stderr)
 			require.NoError(t, err)
 			<-done
@@ -177,7 +179,7 @@ func TestExecTakesTheResultItsFinalEventCarries(t *testing.T) {
 			})
 			ctx, cancel := context.WithTimeout(x.ctx, 20*time.Second)
 			defer cancel()
-			var stdout, stderr syncBuffer
+			var stdout, stderr syncbuf.Buffer
 			res, err := c.Exec(ctx, messages.Task{Argv: []string{"echo", "hi"}}, &stdout, &stderr)
 			require.NoError(t, err)
 			<-done

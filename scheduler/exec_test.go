@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/warrenhq/warren/internal/syncbuf"
+
 	"github.com/stretchr/testify/require"
 	"github.com/warrenhq/warren/messages"
 	"github.com/warrenhq/warren/scheduler"
@@ -91,7 +93,7 @@ func TestExecStreamsEventsInOrder(t *testing.T) {
 			c, err := scheduler.New(x.b.Conn, scheduler.Config{EventGrace: 100 * time.Millisecond})
 			require.NoError(t, err)
 			got := x.fakeWorker(t, tt.events, tt.result)
-			var stdout, stderr syncBuffer
+			var stdout, stderr syncbuf.Buffer
 			res, err := c.Exec(x.ctx, messages.Task{Argv: []string{"echo", "hi"}}, &stdout, &stderr)
 			require.NoError(t, err)
 			task := <-got
@@ -115,7 +117,7 @@ func TestExecCancelledByContext(t *testing.T) {
 	got := x.fakeWorker(t, []messages.Event{ev(1, 1, messages.EventStarted, "")}, messages.Result{})
 	ctx, cancel := context.WithCancel(x.ctx)
 	errc := make(chan error, 1)
-	var stdout, stderr syncBuffer
+	var stdout, stderr syncbuf.Buffer
 	go func() {
 		_, err := x.c.Exec(ctx, messages.Task{Batch: "ex", ID: "one", Argv: []string{"sleep", "100"}}, &stdout, &stderr)
 		errc <- err
@@ -131,7 +133,7 @@ func TestExecCancelledByContext(t *testing.T) {
 
 func TestExecRefusesInvalidTask(t *testing.T) {
 	x := setup(t)
-	var out syncBuffer
+	var out syncbuf.Buffer
 	_, err := x.c.Exec(x.ctx, messages.Task{Argv: []string{"a\x00b"}}, &out, &out)
 	require.ErrorIs(t, err, messages.ErrNULByte)
 }
@@ -142,7 +144,7 @@ func TestExecRefusesInvalidTask(t *testing.T) {
 func TestExecBeforePublishGate(t *testing.T) {
 	x := setup(t)
 	refused := errors.New("no worker serves default/default")
-	var out syncBuffer
+	var out syncbuf.Buffer
 	_, err := x.c.Exec(x.ctx, messages.Task{Batch: "gated", ID: "one", Argv: []string{"true"}}, &out, &out,
 		scheduler.BeforePublish(func(context.Context) error { return refused }))
 	require.ErrorIs(t, err, refused)
@@ -206,7 +208,7 @@ func TestExecEndsWithTheResultWhenItsOutputIsHere(t *testing.T) {
 			got := x.fakeWorker(t, tt.events, tt.result)
 			ctx, cancel := context.WithTimeout(x.ctx, 20*time.Second)
 			defer cancel()
-			var stdout, stderr syncBuffer
+			var stdout, stderr syncbuf.Buffer
 			res, err := c.Exec(ctx, messages.Task{Argv: []string{"echo", "hi"}}, &stdout, &stderr)
 			require.NoError(t, err)
 			require.NotNil(t, <-got)

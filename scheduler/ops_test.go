@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/warrenhq/warren/internal/syncbuf"
+
 	"github.com/nats-io/nats.go"
 	"github.com/stretchr/testify/require"
 	"github.com/warrenhq/warren/messages"
@@ -231,26 +233,8 @@ func TestHostsListsRegistry(t *testing.T) {
 	require.ElementsMatch(t, hosts, listed)
 }
 
-// syncBuffer is a bytes.Buffer safe for the progress ticker and the test.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 func TestProgressPlainLines(t *testing.T) {
-	var out syncBuffer
+	var out syncbuf.Buffer
 	off := false
 	p := scheduler.NewProgress(&out, 4, scheduler.ProgressOptions{Label: "batch b1", Interval: 5 * time.Millisecond, Terminal: &off})
 	p.Add(messages.StatusOK)
@@ -268,7 +252,7 @@ func TestProgressPlainLines(t *testing.T) {
 }
 
 func TestProgressBarOnTerminal(t *testing.T) {
-	var out syncBuffer
+	var out syncbuf.Buffer
 	on := true
 	p := scheduler.NewProgress(&out, -1, scheduler.ProgressOptions{Label: "b2", Terminal: &on})
 	p.SetTotal(2) // known only once the manifest is read
@@ -286,7 +270,7 @@ func TestCollectFeedsProgress(t *testing.T) {
 	for i := 1; i <= 3; i++ {
 		x.storeResult(t, "pg", 1, strconv.Itoa(i), messages.StatusOK, 0)
 	}
-	var out syncBuffer
+	var out syncbuf.Buffer
 	off := false
 	p := scheduler.NewProgress(&out, -1, scheduler.ProgressOptions{Label: "pg", Interval: time.Hour, Terminal: &off})
 	_, err = x.c.Collect(x.ctx, scheduler.CollectOptions{Batch: "pg", Progress: p})

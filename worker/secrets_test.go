@@ -10,9 +10,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/warrenhq/warren/internal/syncbuf"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -25,24 +26,6 @@ import (
 
 // The secret of these tests: long enough not to occur by chance.
 const secretValue = "tok-7f3a9c1e5b2d4068aa"
-
-// logSink is a goroutine-safe log buffer.
-type logSink struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logSink) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logSink) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 func poolKey(t *testing.T) (nkeys.KeyPair, string) {
 	t.Helper()
@@ -86,7 +69,7 @@ func TestSecretsReachTheTaskSealedAndMaskedNeverStored(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	kp, pub := poolKey(t)
-	logs := &logSink{}
+	logs := &syncbuf.Buffer{}
 	w := startWorker(t, b, "w1", workerOpts{capacity: 2, sealKey: kp, logTo: logs})
 	client, err := scheduler.New(b.Conn, scheduler.Config{PoolKeys: scheduler.StaticPoolKeys{"": pub}})
 	require.NoError(t, err)

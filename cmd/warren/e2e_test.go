@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/warrenhq/warren/internal/syncbuf"
+
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 	"github.com/warrenhq/warren/broker/brokertest"
@@ -95,7 +97,7 @@ func (e *e2e) startWorkerIn(t *testing.T, isolation []string, capacity int, extr
 	t.Helper()
 	args := append([]string{"worker", "--capacity", fmt.Sprint(capacity), "--host-id", fmt.Sprintf("e2e-%d", time.Now().UnixNano())}, isolation...)
 	c := e.cmd(context.Background(), append(args, extra...)...)
-	errb := &syncBuf{} // the process writes while the test reads
+	errb := &syncbuf.Buffer{} // the process writes while the test reads
 	c.Stderr = errb
 	require.NoError(t, c.Start())
 	t.Cleanup(func() {

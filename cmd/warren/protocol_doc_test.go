@@ -10,10 +10,11 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/warrenhq/warren/internal/syncbuf"
 
 	"github.com/stretchr/testify/require"
 	"github.com/warrenhq/warren/messages"
@@ -35,24 +36,6 @@ func docBlock(t *testing.T, doc, name string) string {
 	m := re.FindStringSubmatch(doc)
 	require.NotNil(t, m, "docs/protocol.md has no code block marked <!-- %s -->", name)
 	return m[1]
-}
-
-// syncBuf is a bytes.Buffer written by a process and read by the test.
-type syncBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuf) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuf) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // The walkthrough of docs/protocol.md, run verbatim with the stock `nats`
@@ -166,9 +149,9 @@ func TestProtocolDocExamplesMatchTheWire(t *testing.T) {
 // startEvents starts a walkthrough's events terminal (killed with its
 // process group at the end of the test), waits until ready says its
 // subscription is in place and returns its stdout.
-func startEvents(t *testing.T, events *exec.Cmd, ready func() bool) *syncBuf {
+func startEvents(t *testing.T, events *exec.Cmd, ready func() bool) *syncbuf.Buffer {
 	t.Helper()
-	var evOut, evErr syncBuf
+	var evOut, evErr syncbuf.Buffer
 	events.Stdout, events.Stderr = &evOut, &evErr
 	require.NoError(t, events.Start())
 	t.Cleanup(func() {

@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/warrenhq/warren/internal/syncbuf"
+
 	"github.com/stretchr/testify/require"
 	"github.com/warrenhq/warren/broker"
 )
@@ -337,10 +339,10 @@ func TestE2ESandboxCreateLimits(t *testing.T) {
 // startRegisteredWorker starts a `warren worker --host-id host args...`
 // process, killed at the end of the test, and waits until host is in the
 // registry; it returns the process and its stderr.
-func (e *e2e) startRegisteredWorker(t *testing.T, host string, args ...string) (*exec.Cmd, *syncBuf) {
+func (e *e2e) startRegisteredWorker(t *testing.T, host string, args ...string) (*exec.Cmd, *syncbuf.Buffer) {
 	t.Helper()
 	c := e.cmd(context.Background(), append([]string{"worker", "--host-id", host}, args...)...)
-	errb := &syncBuf{}
+	errb := &syncbuf.Buffer{}
 	c.Stderr = errb
 	require.NoError(t, c.Start())
 	t.Cleanup(func() { _ = c.Process.Kill(); _ = c.Wait() })

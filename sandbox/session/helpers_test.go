@@ -1,13 +1,14 @@
 package session
 
 import (
-	"bytes"
 	"context"
 	"net"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/warrenhq/warren/internal/syncbuf"
 
 	"github.com/stretchr/testify/require"
 	"github.com/warrenhq/warren/sandbox"
@@ -66,29 +67,10 @@ func start(t testing.TB, r Runner, spec Spec) *Session {
 	return s
 }
 
-// lockedBuffer is a bytes.Buffer safe for the session's reader and the
-// test to use at once.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // run execs req in the foreground and returns its result and output.
 func run(t testing.TB, s *Session, req ExecRequest) (ExecResult, string, string) {
 	t.Helper()
-	var out, errb lockedBuffer
+	var out, errb syncbuf.Buffer
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	res, err := s.Exec(ctx, req, &out, &errb)

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/warrenhq/warren/internal/syncbuf"
+
 	"github.com/stretchr/testify/require"
 	"github.com/warrenhq/warren/sandbox"
 	"github.com/warrenhq/warren/sandbox/files"
@@ -117,7 +119,7 @@ func TestAgentDeathEndsTheSession(t *testing.T) {
 		s := start(t, r, Spec{})
 		ctx := context.Background()
 		inflight := make(chan error, 1)
-		var out lockedBuffer
+		var out syncbuf.Buffer
 		go func() {
 			_, err := s.Exec(ctx, sh("echo started; exec sleep 1000"), &out, nil)
 			inflight <- err

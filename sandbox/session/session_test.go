@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/warrenhq/warren/internal/syncbuf"
+
 	"github.com/stretchr/testify/require"
 	"github.com/warrenhq/warren/sandbox"
 	"github.com/warrenhq/warren/sandbox/files"
@@ -148,7 +150,7 @@ func TestConcurrentExecs(t *testing.T) {
 			wg.Go(func() {
 				for i := range each {
 					want := fmt.Sprintf("w%d-%d", w, i)
-					var out, errb lockedBuffer
+					var out, errb syncbuf.Buffer
 					res, err := s.Exec(context.Background(), ExecRequest{
 						Argv: []string{"/bin/sh", "-c", `echo "$X"; sleep 0.05; echo "e$X" >&2; exit $((${#X} % 7))`},
 						Env:  map[string]string{"X": want},
@@ -254,7 +256,7 @@ func TestExecCancelKillsTheCommand(t *testing.T) {
 	forModes(t, func(t *testing.T, r *sandbox.Runner) {
 		s := start(t, r, Spec{})
 		ctx, cancel := context.WithCancel(context.Background())
-		var out lockedBuffer
+		var out syncbuf.Buffer
 		done := make(chan error, 1)
 		go func() {
 			_, err := s.Exec(ctx, sh("echo started; exec sleep 1000"), &out, nil)
