@@ -5,6 +5,8 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -50,4 +52,18 @@ func TestServerErrorsReachTheLogger(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	require.True(t, logged(), "no error line for the oversized message; logged:\n%s", logs.String())
+}
+
+// A store JetStream cannot use fails Start at once with nats-server's
+// reason (it used to wait out ReadyTimeout and say "not ready").
+func TestAStoreJetStreamCannotUseFailsStartAtOnce(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "jetstream"), []byte("not a directory"), 0o600))
+	srv, err := embedded.New(embedded.Config{DataDir: dir, DontListen: true, ReadyTimeout: time.Minute})
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	err = srv.Start(ctx)
+	require.ErrorContains(t, err, "Can't start JetStream")
+	require.ErrorContains(t, err, "not a directory")
 }
