@@ -56,7 +56,7 @@ func (s *Server) waitReady(ns *server.Server, l *serverLog, d time.Duration) err
 	end := time.Now().Add(d)
 	for {
 		if f := l.firstFatal(); f != "" {
-			return fmt.Errorf("broker: nats-server did not start: %s", f)
+			return fmt.Errorf("broker: nats-server did not start (data dir %s): %s", s.cfg.DataDir, f)
 		}
 		if ns.ReadyForConnections(min(readyPoll, max(time.Until(end), time.Millisecond))) {
 			return nil
