@@ -4,10 +4,14 @@ import (
 	"context"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"runtime"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 )
 
 // TestInitViaProcSelfExe keeps the fallback path working: a Runner with
@@ -103,5 +107,77 @@ func TestTaskKeepsParentDeathSignal(t *testing.T) {
 			o := runIn(t, r, Spec{Argv: []string{"python3", "-c", probe}})
 			require.Equal(t, "9\n", o.stdout, o.stderr)
 		})
+	}
+}
+
+// TestTheInitStartsWhateverTheWorkersDescriptorNumbers: the init starts
+// whichever number the worker's highest descriptor for the child has. Go's
+// fork moves its error pipe just above a child's highest descriptor; when
+// that was the number of the worker's descriptor on the init binary and the
+// child exec'd /proc/self/fd/<that number>, it exec'd the pipe: "fork/exec
+// /proc/self/fd/16: permission denied" (seen in CI as
+// TestAutoFallsBackToLandlockWithoutNamespaces, where concurrent launches
+// put a launch's highest descriptor at 15; a busy worker lands there at
+// random). Here the binary is opened while the low numbers are taken, and
+// a descriptor passed to the init takes, in turn, every free number up to
+// past the binary's, the rest of the launch's below it.
+func TestTheInitStartsWhateverTheWorkersDescriptorNumbers(t *testing.T) {
+	if testInitPath == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("CI must run the suite with the dedicated init")
+		}
+		t.Skip("no dedicated init built (no Go toolchain)")
+	}
+	src, err := os.ReadFile(testInitPath)
+	require.NoError(t, err)
+	path := filepath.Join(llTempDir(t, 0o755), initBinaryName)
+	require.NoError(t, os.WriteFile(path, src, 0o755))
+	const high = 48
+	held := holdFDsBelow(t, high)
+	bin, err := openInit(path)
+	for _, fd := range held {
+		require.NoError(t, unix.Close(fd))
+	}
+	require.NoError(t, err)
+	binFD := int(bin.file.Fd())
+	require.GreaterOrEqual(t, binFD, high)
+
+	tried := 0
+	for n := 3; n <= binFD+4; n++ {
+		fd, err := unix.FcntlInt(bin.file.Fd(), unix.F_DUPFD_CLOEXEC, n)
+		require.NoError(t, err)
+		if fd != n {
+			require.NoError(t, unix.Close(fd)) // n is taken
+			continue
+		}
+		tried++
+		extra := os.NewFile(uintptr(fd), "extra")
+		func() {
+			runtime.LockOSThread() // Pdeathsig is the thread's (startInit)
+			defer runtime.UnlockOSThread()
+			s, err := startInitIn(bin, &syscall.SysProcAttr{}, nil, "", nil, nil, nil, extra)
+			require.NoError(t, err, "the child's highest descriptor %d, the worker's on the init binary %d", n, binFD)
+			s.proc.kill(nil)
+			_, _ = s.proc.reap()
+			s.close()
+		}()
+		require.NoError(t, extra.Close())
+	}
+	require.GreaterOrEqual(t, tried, high/2, "most numbers up to the binary's were free")
+}
+
+// holdFDsBelow opens /dev/null until a descriptor numbered n or more comes
+// back (closed again), and returns those below n, for the caller to close.
+func holdFDsBelow(t *testing.T, n int) []int {
+	t.Helper()
+	var held []int
+	for {
+		fd, err := unix.Open("/dev/null", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		require.NoError(t, err)
+		if fd >= n {
+			require.NoError(t, unix.Close(fd))
+			return held
+		}
+		held = append(held, fd)
 	}
 }

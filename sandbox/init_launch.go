@@ -112,12 +112,31 @@ func startInit(init initBinary, attr *syscall.SysProcAttr, cg *runCgroup, stdin 
 	return startInitIn(init, attr, cg, cg.v2Dir(), stdin, stdout, stderr, extra...)
 }
 
+// initDescriptors are the init's descriptors from 3 on: its config and status
+// pipes, extra (at most SlotFD), and the binary it is exec'd through at
+// BinaryFD. A child's descriptors are numbered by their place here, and
+// nothing else of the worker's reaches the child, so the exec'd number is
+// the init's whatever the worker's own numbers are.
+func initDescriptors(init initBinary, confR, statusW *os.File, extra []*os.File) []*os.File {
+	files := append([]*os.File{confR, statusW}, extra...)
+	if init.file == nil {
+		return files
+	}
+	for len(files) < initproc.BinaryFD-3 {
+		files = append(files, nil) // closed in the child
+	}
+	return append(files, init.file)
+}
+
 // startInitIn is startInit with the v2 cgroup to clone into (""
 // for none: v1, or a clone3 refused).
 //
 // extra are the init's descriptors after its status pipe (a slot
 // parent's socket: initproc.SlotFD).
 func startInitIn(init initBinary, attr *syscall.SysProcAttr, cg *runCgroup, cgroupV2Dir string, stdin io.Reader, stdout, stderr io.Writer, extra ...*os.File) (*startedInit, error) {
+	if init.file != nil && 5+len(extra) > initproc.BinaryFD {
+		return nil, &SetupError{Step: stepStartInit, Path: init.path, Err: fmt.Errorf("%d extra descriptors overlap the init binary's (%d)", len(extra), initproc.BinaryFD)}
+	}
 	confR, confW, err := os.Pipe()
 	if err != nil {
 		return nil, &SetupError{Step: "config pipe", Err: err}
@@ -135,7 +154,7 @@ func startInitIn(init initBinary, attr *syscall.SysProcAttr, cg *runCgroup, cgro
 		Stdin:       stdin,
 		Stdout:      stdout,
 		Stderr:      stderr,
-		ExtraFiles:  append([]*os.File{confR, statusW}, extra...),
+		ExtraFiles:  initDescriptors(init, confR, statusW, extra),
 		SysProcAttr: attr,
 		// The task's tree dies with its pid namespace; a descriptor held by
 		// something else must not hang Wait.

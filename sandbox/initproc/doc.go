@@ -2,7 +2,8 @@
 // between clone and exec of the task. Package sandbox (the worker side)
 // starts it, either as the small dedicated binary cmd/warren-sandbox-init
 // or as the worker's own binary re-executed (sandbox.MaybeInit), sends it
-// a Config on ConfigFD and reads its status on StatusFD.
+// a Config on ConfigFD and reads its status on StatusFD. The dedicated
+// binary is exec'd through the init's own descriptor on it, BinaryFD.
 //
 // It imports only the standard library, x/sys and go-landlock, so the
 // dedicated binary starts in a few milliseconds: that start is on the

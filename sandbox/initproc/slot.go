@@ -43,6 +43,12 @@ var InitEnv = []string{"GOMAXPROCS=1", "GOGC=off"}
 // worker (exec.Cmd.ExtraFiles' third entry).
 const SlotFD = 5
 
+// BinaryFD is the init's descriptor on its own binary, the one it was
+// exec'd through (/proc/self/fd/6) when the worker runs a dedicated init
+// (ExtraFiles' fourth entry; the third is then SlotFD or none). Like
+// every descriptor above stdio it closes at the task's exec.
+const BinaryFD = 6
+
 // Slot replies, the first byte of each message the slot parent sends.
 const (
 	SlotSpawned     = 'p' // the child runs; its pidfd is the message's only descriptor
