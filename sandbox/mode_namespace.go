@@ -274,19 +274,30 @@ func (r *Runner) releaseUID(uid uint32, scratch string, cg *runCgroup) error {
 const releaseGrace = time.Second
 
 // refusedByHost types err as ErrUnavailable (so auto falls back to the
-// Landlock mode) when it shows the host refusing the namespace mode itself,
-// not a problem of this run: the clone of the init refused (a container's
-// seccomp profile, a sysctl), or the very first mount inside the fresh
-// namespaces refused with EPERM/EACCES (Ubuntu's AppArmor restriction of
-// unprivileged user namespaces creates them without the capabilities to
-// mount; nothing of the run's own view is involved yet).
+// Landlock mode, and the warm pool stops building namespace sandboxes) when
+// it shows the host refusing the namespace mode itself, not a problem of
+// this run: the clone of the init refused as a host refuses namespaces
+// (EPERM: a container's seccomp profile, a sysctl; ENOSPC: a
+// max_*_namespaces limit; EUSERS: the nesting limit), or the very first
+// mount inside the fresh namespaces refused with EPERM/EACCES (Ubuntu's
+// AppArmor restriction of unprivileged user namespaces creates them
+// without the capabilities to mount; nothing of the run's own view is
+// involved yet). Any other start failure (EAGAIN, ENOMEM, EMFILE, an exec
+// that failed) is this run's: it must not run a task with fewer layers,
+// nor turn the namespace warm pool off.
 func refusedByHost(err error) error {
 	var se *SetupError
 	if !errors.As(err, &se) || errors.Is(err, ErrUnavailable) {
 		return err
 	}
-	denied := errors.Is(se.Err, unix.EPERM) || errors.Is(se.Err, unix.EACCES)
-	if se.Step == stepStartInit || (se.Step == string(initproc.StepMakePrivate) && denied) {
+	var refused bool
+	switch se.Step {
+	case stepStartInit:
+		refused = errors.Is(se.Err, unix.EPERM) || errors.Is(se.Err, unix.ENOSPC) || errors.Is(se.Err, unix.EUSERS)
+	case string(initproc.StepMakePrivate):
+		refused = errors.Is(se.Err, unix.EPERM) || errors.Is(se.Err, unix.EACCES)
+	}
+	if refused {
 		se.Err = fmt.Errorf("%w: %w", ErrUnavailable, se.Err)
 	}
 	return err
