@@ -93,17 +93,6 @@ func lookup[T any](ctx context.Context, c *Client, what string, open func() (T, 
 	return v, nil
 }
 
-// prefetch looks up, ahead of its use, what a publication will read
-// (errors are left to the use): the tasks stream's max_msg_size, for the
-// size check of a client that is not a tenant's (a tenant's needs none:
-// size.go). The
-// manifest is written without the bucket's handle (putManifest).
-func (c *Client) prefetch(ctx context.Context) {
-	if c.cfg.Tenant == "" {
-		_, _, _ = c.taskSizeLimit(ctx)
-	}
-}
-
 // checkBatchID refuses a batch id that cannot be a subject token.
 func checkBatchID(batch string) error {
 	t := messages.Task{V: messages.Version, ID: "x", Batch: batch, Kind: messages.KindExec, Argv: []string{"x"}}

@@ -26,7 +26,8 @@ type execConfig struct {
 // it subscribes to the task's events and watches for its result (so a
 // check such as "does a live worker serve this pool and profile?" costs no
 // extra round trip on the command's path). A gate's error ends Exec with
-// that error and nothing published.
+// that error and no task published; the batch's manifest, written while
+// the gate runs, is removed again.
 func BeforePublish(gate func(context.Context) error) ExecOption {
 	return func(c *execConfig) { c.beforePublish = gate }
 }
@@ -69,15 +70,16 @@ func (c *Client) Exec(ctx context.Context, t messages.Task, stdout, stderr io.Wr
 	t = b.Tasks[0]
 
 	// The gate runs while the subscription and the result watch are made
-	// (each a round trip to the broker); nothing is published before it
-	// said yes.
+	// (each a round trip to the broker); no task is published before it
+	// said yes. The manifest (Publish's step 1, a round trip of its own)
+	// is written meanwhile, and removed again when the gate says no.
+	manifest := make(chan attemptOne, 1)
+	go func() { manifest <- c.writeAttemptOne(ctx, b) }()
+	refused := func(err error) (*messages.Result, error) {
+		c.dropAttemptOne(ctx, b, <-manifest)
+		return nil, err
+	}
 	gate := make(chan error, 1)
-	// And meanwhile the lookups the publication makes (size check,
-	// manifest), so they cost it no round trip.
-	prefetched := make(chan struct{})
-	pctx, stopPrefetch := context.WithCancel(ctx)
-	go func() { c.prefetch(pctx); close(prefetched) }()
-	defer func() { stopPrefetch(); <-prefetched }()
 	go func() {
 		if o.beforePublish == nil {
 			gate <- nil
@@ -89,7 +91,7 @@ func (c *Client) Exec(ctx context.Context, t messages.Task, stdout, stderr io.Wr
 	sub, err := c.nc.ChanSubscribe(t.EffectiveReply(), events)
 	if err != nil {
 		<-gate
-		return nil, fmt.Errorf("scheduler: exec: subscribe to events: %w", err)
+		return refused(fmt.Errorf("scheduler: exec: subscribe to events: %w", err))
 	}
 	defer func() { _ = sub.Unsubscribe() }()
 	_ = sub.SetPendingLimits(eventBuffer, 64<<20)
@@ -98,10 +100,10 @@ func (c *Client) Exec(ctx context.Context, t messages.Task, stdout, stderr io.Wr
 	// the SUB is written before the task's publication on this connection.
 
 	if err := <-gate; err != nil {
-		return nil, err
+		return refused(err)
 	}
 
-	if _, err := c.Publish(ctx, b); err != nil {
+	if _, err := c.publish(ctx, b, manifest); err != nil {
 		if ctx.Err() != nil { // interrupted mid-publish: the task may be queued
 			c.cancelExec(ctx, &t)
 		}

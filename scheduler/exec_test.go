@@ -9,6 +9,7 @@ import (
 
 	"github.com/warrenhq/warren/internal/syncbuf"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 	"github.com/warrenhq/warren/messages"
 	"github.com/warrenhq/warren/scheduler"
@@ -138,14 +139,20 @@ func TestExecRefusesInvalidTask(t *testing.T) {
 	require.ErrorIs(t, err, messages.ErrNULByte)
 }
 
-// A BeforePublish gate that refuses ends Exec with its error and nothing
-// published; one that agrees lets the task run. The control: the same
-// gate's task, published without the refusal, reaches the worker.
+// A BeforePublish gate that refuses ends Exec with its error, nothing
+// published and no manifest left; one that agrees lets the task run. The
+// manifest is written while the gate runs (the agreeing gate waits until
+// it is there: written after the gate, it never would be). The control:
+// the same batch's other task, published without the refusal, reaches
+// the worker (the refused task's manifest, left over, would be a batch
+// conflict).
 func TestExecBeforePublishGate(t *testing.T) {
 	x := setup(t)
+	batches, err := x.b.JS.KeyValue(x.ctx, messages.BucketBatches)
+	require.NoError(t, err)
 	refused := errors.New("no worker serves default/default")
 	var out syncbuf.Buffer
-	_, err := x.c.Exec(x.ctx, messages.Task{Batch: "gated", ID: "one", Argv: []string{"true"}}, &out, &out,
+	_, err = x.c.Exec(x.ctx, messages.Task{Batch: "gated", ID: "one", Argv: []string{"true"}}, &out, &out,
 		scheduler.BeforePublish(func(context.Context) error { return refused }))
 	require.ErrorIs(t, err, refused)
 	s, err := x.b.JS.Stream(x.ctx, messages.StreamTasks)
@@ -153,13 +160,23 @@ func TestExecBeforePublishGate(t *testing.T) {
 	info, err := s.Info(x.ctx)
 	require.NoError(t, err)
 	require.Zero(t, info.State.Msgs, "nothing published")
+	_, err = batches.Get(x.ctx, "gated")
+	require.ErrorIs(t, err, jetstream.ErrKeyNotFound, "the refused exec's manifest was left")
 
 	got := x.fakeWorker(t, nil, messages.Result{Status: messages.StatusOK})
-	var ran atomic.Bool
+	var sawManifest atomic.Bool
 	res, err := x.c.Exec(x.ctx, messages.Task{Batch: "gated", ID: "two", Argv: []string{"true"}}, &out, &out,
-		scheduler.BeforePublish(func(context.Context) error { ran.Store(true); return nil }))
+		scheduler.BeforePublish(func(ctx context.Context) error {
+			for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+				if _, err := batches.Get(ctx, "gated"); err == nil {
+					sawManifest.Store(true)
+					break
+				}
+			}
+			return nil
+		}))
 	require.NoError(t, err)
-	require.True(t, ran.Load())
+	require.True(t, sawManifest.Load(), "the manifest was not written while the gate ran")
 	require.Equal(t, messages.StatusOK, res.Status)
 	require.Equal(t, "two", (<-got).ID)
 }

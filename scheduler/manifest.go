@@ -71,6 +71,12 @@ func (c *Client) updateManifestFrom(ctx context.Context, batch string, known *me
 	for {
 		m := known
 		known = nil
+		// write is the compare-and-set: from rev without the bucket's handle
+		// (putManifest), or, when a read found no manifest, the handle's
+		// Create, which also writes over a delete or purge marker (a
+		// manifest removed: dropAttemptOne, `nats kv del`) that a create
+		// from revision 0 would fail on forever.
+		write := func(data []byte) (uint64, error) { return c.putManifest(ctx, batch, data, rev) }
 		if m == nil {
 			// Reading needs the bucket's handle (looked up once); a write
 			// from a known revision does not (putManifest).
@@ -83,6 +89,7 @@ func (c *Client) updateManifestFrom(ctx context.Context, batch string, known *me
 			}
 			if m == nil {
 				m = &messages.BatchManifest{V: messages.Version, Batch: batch}
+				write = func(data []byte) (uint64, error) { return kv.Create(ctx, batch, data) }
 			}
 		}
 		if err := fn(m); err != nil {
@@ -92,9 +99,7 @@ func (c *Client) updateManifestFrom(ctx context.Context, batch string, known *me
 		if err != nil {
 			return nil, 0, err
 		}
-		stored, err := retry(ctx, c, "write manifest", func() (uint64, error) {
-			return c.putManifest(ctx, batch, data, rev)
-		})
+		stored, err := retry(ctx, c, "write manifest", func() (uint64, error) { return write(data) })
 		switch {
 		case err == nil:
 			return m, stored, nil

@@ -42,10 +42,24 @@ type PublishReport struct {
 // duplicate window. The same batch id with a different task set is refused
 // with ErrBatchConflict.
 func (c *Client) Publish(ctx context.Context, b *Batch) (*PublishReport, error) {
+	return c.publish(ctx, b, nil)
+}
+
+// publish is Publish with step 1 maybe under way already: early, when not
+// nil, delivers the outcome of writeAttemptOne started by the caller
+// (Exec writes the manifest while its gate runs). A publication that then
+// fails before it sends a task removes the manifest it created.
+func (c *Client) publish(ctx context.Context, b *Batch, early <-chan attemptOne) (*PublishReport, error) {
 	rep := &PublishReport{Batch: b.ID, Attempt: 1, Total: len(b.Tasks)}
+	unsent := func(err error) (*PublishReport, error) {
+		if early != nil {
+			c.dropAttemptOne(ctx, b, <-early)
+		}
+		return rep, err
+	}
 	// Sealing fills the payloads of tasks with secrets.
 	if err := c.seal(ctx, b); err != nil {
-		return rep, err
+		return unsent(err)
 	}
 	msgs := make([]*nats.Msg, len(b.Tasks))
 	for i := range b.Tasks {
@@ -53,21 +67,16 @@ func (c *Client) Publish(ctx context.Context, b *Batch) (*PublishReport, error) 
 	}
 	// All or nothing: every task must fit the broker before the first write.
 	if err := c.checkSizes(ctx, msgs, b.lines, b.show); err != nil {
-		return rep, err
+		return unsent(err)
 	}
-	resume := false
-	created, rev, err := c.createManifest(ctx, b.ID, func(m *messages.BatchManifest) error {
-		a, ok := m.Attempt(1)
-		if ok {
-			if a.Digest != b.Digest || a.Total != len(b.Tasks) {
-				return fmt.Errorf("%w: batch %q has %d different tasks; choose another batch id", ErrBatchConflict, b.ID, a.Total)
-			}
-			rep.AlreadyComplete, resume = a.Complete, true
-			return nil
-		}
-		m.SetAttempt(1, messages.AttemptManifest{Total: len(b.Tasks), PublishedAt: time.Now().UTC(), Digest: b.Digest, IDs: taskIDs(b.Tasks)})
-		return nil
-	})
+	var a1 attemptOne
+	if early != nil {
+		a1 = <-early
+	} else {
+		a1 = c.writeAttemptOne(ctx, b)
+	}
+	created, rev, resume, err := a1.m, a1.rev, a1.resume, a1.err
+	rep.AlreadyComplete = a1.complete
 	if err != nil || rep.AlreadyComplete {
 		if rep.AlreadyComplete {
 			rep.Skipped = rep.Total
@@ -96,6 +105,9 @@ func (c *Client) Publish(ctx context.Context, b *Batch) (*PublishReport, error) 
 	stored, dups, err := c.publishAll(ctx, send)
 	rep.Stored, rep.Duplicates = stored, dups
 	if err != nil {
+		if stored+dups == 0 && errors.Is(err, &messages.Error{Code: messages.CodeTooLarge}) {
+			c.dropAttemptOne(ctx, b, a1) // refused whole, as checkSizes would have
+		}
 		return rep, err
 	}
 	// From the manifest just written: no read unless it changed since.
@@ -106,6 +118,57 @@ func (c *Client) Publish(ctx context.Context, b *Batch) (*PublishReport, error) 
 		return nil
 	})
 	return rep, err
+}
+
+// attemptOne is the outcome of Publish's step 1 for a batch: its manifest
+// as stored (at rev) with attempt 1 in it, and whether attempt 1 was there
+// already (resume; complete: every task of it was published).
+type attemptOne struct {
+	m                *messages.BatchManifest
+	rev              uint64
+	resume, complete bool
+	err              error
+}
+
+// writeAttemptOne is Publish's step 1: attempt 1 added to b's manifest
+// (Complete false), or found there; the same batch id with a different
+// task set is ErrBatchConflict.
+func (c *Client) writeAttemptOne(ctx context.Context, b *Batch) attemptOne {
+	var a1 attemptOne
+	a1.m, a1.rev, a1.err = c.createManifest(ctx, b.ID, func(m *messages.BatchManifest) error {
+		a1.resume, a1.complete = false, false // applied again after a lost race
+		a, ok := m.Attempt(1)
+		if ok {
+			if a.Digest != b.Digest || a.Total != len(b.Tasks) {
+				return fmt.Errorf("%w: batch %q has %d different tasks; choose another batch id", ErrBatchConflict, b.ID, a.Total)
+			}
+			a1.resume, a1.complete = true, a.Complete
+			return nil
+		}
+		m.SetAttempt(1, messages.AttemptManifest{Total: len(b.Tasks), PublishedAt: time.Now().UTC(), Digest: b.Digest, IDs: taskIDs(b.Tasks)})
+		return nil
+	})
+	return a1
+}
+
+// dropAttemptOne removes the manifest writeAttemptOne created for a
+// publication that sent no task (refused before its first), so no batch
+// is left that looks as if its publisher had crashed; one it found (a
+// resumed publication) stays. Unchecked: a manifest left over is what a
+// publisher's crash leaves, and `warren submit` of the batch resumes it.
+func (c *Client) dropAttemptOne(ctx context.Context, b *Batch, a1 attemptOne) {
+	if a1.err != nil || a1.resume {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	kv, err := c.bucket(ctx, messages.BucketBatches)
+	if err == nil {
+		err = kv.Purge(ctx, b.ID, jetstream.LastRevision(a1.rev))
+	}
+	if err != nil {
+		c.log.Debug().Err(err).Str("batch", b.ID).Msg("could not remove the manifest of a batch never published")
+	}
 }
 
 // taskIDs lists the ids of tasks, in order, for the manifest.
@@ -169,6 +232,10 @@ func (c *Client) publishAll(ctx context.Context, msgs []*nats.Msg) (stored, dups
 				}
 				return nil
 			case perr := <-p.fut.Err():
+				if errors.Is(perr, jetstream.ErrStreamMessageExceedsMaximum) {
+					// A batch of one is not size-checked ahead (checkSizes).
+					return fmt.Errorf("scheduler: publish task %s: %w", p.msg.Header.Get(messages.HeaderMsgID), c.tooLarge(ctx, p.msg))
+				}
 				// An ack timeout has waited already; anything else failed
 				// at once and waits before the next try.
 				wait := !errors.Is(perr, jetstream.ErrAsyncPublishTimeout)

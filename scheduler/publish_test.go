@@ -39,12 +39,7 @@ func TestPublishStoresTasksWithProtocolHeaders(t *testing.T) {
 		require.Equal(t, 1, task.Attempt)
 		require.Equal(t, id, task.ID)
 	}
-	m, err := x.c.Manifest(x.ctx, "hdr")
-	require.NoError(t, err)
-	a, ok := m.Attempt(1)
-	require.True(t, ok)
-	require.Equal(t, 3, a.Total)
-	require.True(t, a.Complete)
+	x.requireComplete(t, "hdr", 3)
 }
 
 func TestPublishIsExactlyOnce(t *testing.T) {
@@ -207,12 +202,7 @@ func TestPublishRefusesTaskOverMaxPayloadBeforeAnyWrite(t *testing.T) {
 // A stream max_msg_size below the server's max_payload is the limit.
 func TestPublishRefusesTaskOverTheStreamsMaxMsgSize(t *testing.T) {
 	x := setup(t)
-	s, err := x.b.JS.Stream(x.ctx, messages.StreamTasks)
-	require.NoError(t, err)
-	cfg := s.CachedInfo().Config
-	cfg.MaxMsgSize = 4096
-	_, err = x.b.JS.UpdateStream(x.ctx, cfg)
-	require.NoError(t, err)
+	x.limitTaskMsgs(t, 4096)
 	in := `{"kind":"exec","argv":["true"]}` + "\n" + `{"kind":"exec","argv":["cat"],"stdin":"` + strings.Repeat("x", 4096) + `"}` + "\n"
 	b, err := scheduler.ReadBatch(strings.NewReader(in), scheduler.BatchOptions{Batch: "ms"})
 	require.NoError(t, err)
@@ -223,6 +213,34 @@ func TestPublishRefusesTaskOverTheStreamsMaxMsgSize(t *testing.T) {
 	require.Equal(t, 2, be.Errors[0].Line)
 	require.Contains(t, err.Error(), "over the max_msg_size of stream WARREN_TASKS of 4096 bytes")
 	require.EqualValues(t, 0, x.streamMsgs(t, messages.StreamTasks, messages.BatchTaskFilter("ms")))
+}
+
+// A batch of one task (every exec) is not checked against the stream's
+// max_msg_size ahead: no STREAM.INFO on its path. The stream's refusal of
+// its only task is the same error, all or nothing: nothing stored, no
+// manifest left. The control: the same task under the limit is stored.
+func TestPublishOfOneTaskLeavesTheStreamsMaxMsgSizeToTheStream(t *testing.T) {
+	x := setup(t)
+	x.limitTaskMsgs(t, 4096)
+	one := func(batch string, stdin int) *scheduler.Batch {
+		in := `{"id":"big","kind":"exec","argv":["cat"],"stdin":"` + strings.Repeat("x", stdin) + `"}` + "\n"
+		b, err := scheduler.ReadBatch(strings.NewReader(in), scheduler.BatchOptions{Batch: batch})
+		require.NoError(t, err)
+		return b
+	}
+
+	spy := apiSpy(t, x.b.URL, "$JS.API.STREAM.INFO.>")
+	_, err := x.c.Publish(x.ctx, one("small", 100))
+	require.NoError(t, err, "the control")
+	require.Empty(t, spy.subjects(t, 0), "a batch of one looked the tasks stream up")
+	require.EqualValues(t, 1, x.streamMsgs(t, messages.StreamTasks, messages.BatchTaskFilter("small")))
+
+	_, err = x.c.Publish(x.ctx, one("big", 4096))
+	require.ErrorIs(t, err, &messages.Error{Code: messages.CodeTooLarge})
+	require.Contains(t, err.Error(), "over the max_msg_size of stream WARREN_TASKS of 4096 bytes")
+	require.EqualValues(t, 0, x.streamMsgs(t, messages.StreamTasks, messages.BatchTaskFilter("big")), "nothing published")
+	_, err = x.c.Manifest(x.ctx, "big")
+	require.ErrorIs(t, err, scheduler.ErrUnknownBatch, "the manifest was left")
 }
 
 // A publication looks the tasks stream up once (and a later one on the
@@ -283,4 +301,58 @@ func TestManifestUpdateFromAStaleRevisionRereads(t *testing.T) {
 	a2, ok := m.Attempt(2)
 	require.True(t, ok, "the other writer's change was kept")
 	require.Equal(t, 9, a2.Total)
+}
+
+// A manifest removed (deleted or purged: a refused exec's, an operator's
+// `nats kv del`) leaves a marker a create from revision 0 fails on: a
+// batch published again under the id is written over it, at once. The
+// control: the marker is there (a create from revision 0 is refused).
+func TestPublishOverARemovedManifest(t *testing.T) {
+	for _, remove := range []string{"delete", "purge"} {
+		t.Run(remove, func(t *testing.T) {
+			x := setup(t)
+			kv, err := x.b.JS.KeyValue(x.ctx, messages.BucketBatches)
+			require.NoError(t, err)
+			_, err = x.c.Publish(x.ctx, mustBatch(t, 2, "gone"))
+			require.NoError(t, err)
+			if remove == "delete" {
+				require.NoError(t, kv.Delete(x.ctx, "gone"))
+			} else {
+				require.NoError(t, kv.Purge(x.ctx, "gone"))
+			}
+			_, err = x.b.JS.PublishMsg(x.ctx, &nats.Msg{Subject: "$KV." + messages.BucketBatches + ".gone", Data: []byte("{}")},
+				jetstream.WithExpectLastSequencePerSubject(0))
+			require.Error(t, err, "the control: no marker is left")
+
+			ctx, cancel := context.WithTimeout(x.ctx, 10*time.Second)
+			defer cancel()
+			rep, err := x.c.Publish(ctx, mustBatch(t, 3, "gone"))
+			require.NoError(t, err)
+			require.Equal(t, 3, rep.Total)
+			x.requireComplete(t, "gone", 3)
+		})
+	}
+}
+
+// limitTaskMsgs sets WARREN_TASKS's max_msg_size, as an operator may.
+func (x *bundle) limitTaskMsgs(t *testing.T, n int32) {
+	t.Helper()
+	s, err := x.b.JS.Stream(x.ctx, messages.StreamTasks)
+	require.NoError(t, err)
+	cfg := s.CachedInfo().Config
+	cfg.MaxMsgSize = n
+	_, err = x.b.JS.UpdateStream(x.ctx, cfg)
+	require.NoError(t, err)
+}
+
+// requireComplete asserts batch's manifest has attempt 1 of total tasks,
+// all published.
+func (x *bundle) requireComplete(t *testing.T, batch string, total int) {
+	t.Helper()
+	m, err := x.c.Manifest(x.ctx, batch)
+	require.NoError(t, err)
+	a, ok := m.Attempt(1)
+	require.True(t, ok)
+	require.Equal(t, total, a.Total)
+	require.True(t, a.Complete)
 }

@@ -48,8 +48,17 @@ func (c *Client) taskSizeLimit(ctx context.Context) (int64, string, error) {
 // nats-server takes 1 MiB, headers included, so a task just under
 // messages.MaxTaskBytes can still be too large once its headers are added.
 // lines[i] is the input line of msgs[i].
+//
+// A batch of one task (every `warren exec`) is checked against the
+// server's max_payload alone, known from its INFO: the stream's refusal of
+// its only task is all or nothing too, and publishAll turns it into the
+// same error (tooLarge), so its path pays no STREAM.INFO request, the
+// slowest of the round trips before its publication.
 func (c *Client) checkSizes(ctx context.Context, msgs []*nats.Msg, lines []int, show int) error {
-	limit, what, err := c.taskSizeLimit(ctx)
+	limit, what, err := c.nc.MaxPayload(), "the broker's max_payload", error(nil)
+	if len(msgs) != 1 {
+		limit, what, err = c.taskSizeLimit(ctx)
+	}
 	if err != nil || limit <= 0 {
 		return err // limit unknown (not connected): the publish itself will say so
 	}
@@ -64,6 +73,17 @@ func (c *Client) checkSizes(ctx context.Context, msgs []*nats.Msg, lines []int, 
 		return be
 	}
 	return nil
+}
+
+// tooLarge is the error for a task message the tasks stream refused as
+// over its max_msg_size (read now, for the message).
+func (c *Client) tooLarge(ctx context.Context, m *nats.Msg) error {
+	what := "the max_msg_size of stream " + messages.StreamTasks
+	if limit, named, err := c.taskSizeLimit(ctx); err == nil && limit > 0 && limit < wireSize(m) {
+		what = fmt.Sprintf("%s of %d bytes", named, limit)
+	}
+	return &messages.Error{Code: messages.CodeTooLarge,
+		Msg: fmt.Sprintf("the task's message is %d bytes with its headers, over %s; put large inputs in files or split the task", wireSize(m), what)}
 }
 
 // streamMaxMsgSize is stream's max_msg_size, read with one STREAM.INFO

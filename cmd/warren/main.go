@@ -35,6 +35,7 @@ func main() {
 	sandbox.MaybeInit()
 	if oneProc(os.Args[1:]) {
 		runtime.GOMAXPROCS(1)
+		presizeStack()
 	}
 	soft, cancelSoft := context.WithCancel(context.Background())
 	hard, cancelHard := context.WithCancel(context.Background())
@@ -151,7 +152,8 @@ func grammar(args []string) (any, *globals) {
 // process touch more fresh heap pages (~100 of a `warren exec`'s ~850
 // page faults, each some µs in a VM, and the exit frees them again);
 // measured, 0.6 ms of a 12.8 ms `warren exec` (docs/benchmarks.md). An
-// explicit GOMAXPROCS in the environment is kept.
+// explicit GOMAXPROCS in the environment is kept. Its main goroutine's
+// stack is sized once, at the start (presizeStack).
 func oneProc(args []string) bool {
 	if len(args) == 0 || os.Getenv("GOMAXPROCS") != "" {
 		return false
