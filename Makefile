@@ -50,9 +50,9 @@ lint: ## gofmt, go vet, staticcheck
 	$(GO) run $(STATICCHECK) ./...
 
 bench: deps ## Benchmarks with same-run baselines; see docs/benchmarks.md
-	$(GO) test -run '^$$' -bench . -skip 'ExecLatency' -benchtime 3s -timeout 30m ./...
-	# warren exec vs bwrap: a fixed number of alternated rounds (each idles 100 ms between commands)
-	$(GO) test -run '^$$' -bench 'ExecLatency' -benchtime 25x -timeout 10m ./cmd/warren/
+	$(GO) test -run '^$$' -bench . -skip 'ExecLatency|SandboxRunLatency' -benchtime 3s -timeout 30m ./...
+	# warren exec and warren sandbox run vs bwrap: a fixed number of alternated rounds (each command after an idle pause)
+	$(GO) test -run '^$$' -bench 'ExecLatency|SandboxRunLatency' -benchtime 25x -timeout 10m ./cmd/warren/
 
 demo: deps build ## Verify the example Coq batch on the embedded default
 	./$(BIN) verify examples/coq/batch.jsonl --profile coq --out /tmp/warren-demo-results.jsonl

@@ -24,10 +24,7 @@ func bwrapArgs(scratch string) []string {
 func bwrapBench(b *testing.B) (bwrap, root string, bargs []string) {
 	sandboxtest.RequireUserNS(b)
 	bwrap = sandboxtest.Bwrap(b)
-	root, err := os.MkdirTemp("", "warren-bench-")
-	require.NoError(b, err)
-	b.Cleanup(func() { _ = os.RemoveAll(root) })
-	require.NoError(b, os.Chmod(root, 0o711))
+	root = sandboxtest.ScratchRoot(b)
 	scratch, err := os.MkdirTemp(root, "bwrap-")
 	require.NoError(b, err)
 	return bwrap, root, bwrapArgs(scratch)

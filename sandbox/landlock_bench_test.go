@@ -2,13 +2,13 @@ package sandbox
 
 import (
 	"context"
-	"os"
 	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/warrenhq/warren/sandbox/sandboxtest"
 )
 
 // benchAlternate runs a and b alternately b.N times each (so both see the
@@ -32,12 +32,7 @@ func benchAlternate(b *testing.B, nameA, nameB string, a, bb func() error) {
 
 func benchRunner(b *testing.B, minABI int) *Runner {
 	b.Helper()
-	// Sandbox uids must traverse to their home: b.TempDir's parent is 0700.
-	root, err := os.MkdirTemp("", "warren-llbench-")
-	require.NoError(b, err)
-	b.Cleanup(func() { _ = os.RemoveAll(root) })
-	require.NoError(b, os.Chmod(root, 0o711))
-	r, err := startedNew(Config{ScratchRoot: root, LandlockMinABI: minABI, UIDBase: 1_900_100_600, UIDCount: 64})
+	r, err := startedNew(Config{ScratchRoot: sandboxtest.ScratchRoot(b), LandlockMinABI: minABI, UIDBase: 1_900_100_600, UIDCount: 64})
 	require.NoError(b, err)
 	return r
 }
@@ -71,11 +66,7 @@ func BenchmarkLandlockWarmStart(b *testing.B) {
 	if landlockABI().require(landlockMinABIDefault) != nil {
 		b.Skip("Landlock ABI below the default floor")
 	}
-	root, err := os.MkdirTemp("", "warren-llbench-")
-	require.NoError(b, err)
-	b.Cleanup(func() { _ = os.RemoveAll(root) })
-	require.NoError(b, os.Chmod(root, 0o711))
-	r, err := startedNew(Config{Isolation: IsolationLandlock, ScratchRoot: root, UIDBase: 1_900_100_800, UIDCount: 64, Prestart: 1})
+	r, err := startedNew(Config{Isolation: IsolationLandlock, ScratchRoot: sandboxtest.ScratchRoot(b), UIDBase: 1_900_100_800, UIDCount: 64, Prestart: 1})
 	require.NoError(b, err)
 	b.Cleanup(func() { _ = r.Close() })
 	spec := Spec{Argv: []string{"/bin/true"}, Limits: DefaultLimits}

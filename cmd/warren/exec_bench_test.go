@@ -39,40 +39,69 @@ func BenchmarkExecLatency(b *testing.B) {
 		"--ro-bind", "/usr", "/usr", "--symlink", "usr/bin", "/bin", "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64",
 		"--dev", "/dev", "--tmpfs", "/dev/shm", "--tmpfs", "/tmp", "--proc", "/proc", "--bind", scratch, scratch, "--chdir", scratch,
 		"--remount-ro", "/", "/usr/bin/true"}
-	variants := []struct {
-		name string
-		cmd  func() *exec.Cmd
-	}{
-		{"exec", func() *exec.Cmd { return withEnv(exec.Command(warren, "exec", "--", "/usr/bin/true"), env) }},
-		{"bwrap", func() *exec.Cmd { return exec.Command(bwrap, bwrapArgs...) }},
-		{"cli", func() *exec.Cmd { return withEnv(exec.Command(warren, "--help"), env) }},
-		{"plain", func() *exec.Cmd { return exec.Command("/usr/bin/true") }},
+	variants := []cliVariant{
+		{name: "exec", cmd: func() *exec.Cmd { return withEnv(exec.Command(warren, "exec", "--", "/usr/bin/true"), env) }},
+		{name: "bwrap", cmd: func() *exec.Cmd { return exec.Command(bwrap, bwrapArgs...) }},
+		{name: "cli", cmd: func() *exec.Cmd { return withEnv(exec.Command(warren, "--help"), env) }},
+		{name: "plain", cmd: func() *exec.Cmd { return exec.Command("/usr/bin/true") }},
 	}
 	// Warm: the first exec pays the page cache and the first pulls.
 	for range 3 {
 		require.NoError(b, variants[0].cmd().Run())
 	}
+	// The host idles between one-off commands.
+	times := timeAlternated(b, variants, 100*time.Millisecond)
+	med := reportMedians(b, variants, times)
+	b.ReportMetric(float64(percentile(times[0], 0.9).Microseconds())/1000, "exec_p90_ms")
+	b.ReportMetric(float64(med[0])/float64(med[1]), "exec/bwrap")
+	b.Logf("medians over %d rounds: exec %s (p90 %s), bwrap %s, warren --help %s, plain %s; exec/bwrap %.2f",
+		len(times[0]), med[0], percentile(times[0], 0.9), med[1], med[2], med[3], float64(med[0])/float64(med[1]))
+}
+
+// A cliVariant is one command a latency benchmark times: cmd makes it
+// afresh for each run, exit is the status it must end with.
+type cliVariant struct {
+	name string
+	cmd  func() *exec.Cmd
+	exit int
+}
+
+// timeAlternated runs every variant once per b.Loop round, rotating which
+// goes first so that a change of the machine's load falls on all alike,
+// each after pause (outside its timing), and returns each variant's wall
+// times, in variants' order. A run that ends otherwise than its variant's
+// exit status fails the benchmark with its output.
+func timeAlternated(b *testing.B, variants []cliVariant, pause time.Duration) [][]time.Duration {
 	times := make([][]time.Duration, len(variants))
 	for round := 0; b.Loop(); round++ {
 		for k := range variants {
-			i := (k + round) % len(variants) // rotate who goes first
+			i := (k + round) % len(variants)
 			cmd := variants[i].cmd()
-			time.Sleep(100 * time.Millisecond) // the host idles between one-off commands
+			time.Sleep(pause)
 			t0 := time.Now()
 			out, err := cmd.CombinedOutput()
 			times[i] = append(times[i], time.Since(t0))
-			require.NoError(b, err, "%s: %s", variants[i].name, out)
+			code := 0
+			if err != nil {
+				var ee *exec.ExitError
+				require.ErrorAs(b, err, &ee, "%s: %s", variants[i].name, out)
+				code = ee.ExitCode()
+			}
+			require.Equal(b, variants[i].exit, code, "%s exited %d: %s", variants[i].name, code, out)
 		}
 	}
+	return times
+}
+
+// reportMedians reports each variant's median wall time as NAME_ms and
+// returns the medians, in variants' order.
+func reportMedians(b *testing.B, variants []cliVariant, times [][]time.Duration) []time.Duration {
 	med := make([]time.Duration, len(variants))
 	for i, v := range variants {
 		med[i] = percentile(times[i], 0.5)
 		b.ReportMetric(float64(med[i].Microseconds())/1000, v.name+"_ms")
 	}
-	b.ReportMetric(float64(percentile(times[0], 0.9).Microseconds())/1000, "exec_p90_ms")
-	b.ReportMetric(float64(med[0])/float64(med[1]), "exec/bwrap")
-	b.Logf("medians over %d rounds: exec %s (p90 %s), bwrap %s, warren --help %s, plain %s; exec/bwrap %.2f",
-		len(times[0]), med[0], percentile(times[0], 0.9), med[1], med[2], med[3], float64(med[0])/float64(med[1]))
+	return med
 }
 
 func withEnv(c *exec.Cmd, env []string) *exec.Cmd {

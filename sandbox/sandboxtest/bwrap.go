@@ -22,6 +22,22 @@ func Bwrap(tb testing.TB) string {
 	return p
 }
 
+// ScratchRoot is a new directory for a Runner's scratch root (or bwrap's
+// scratch), removed at the test's end: mode 0711 and outside TempDir,
+// whose parent is 0700, so that sandbox uids can traverse to their homes.
+func ScratchRoot(tb testing.TB) string {
+	tb.Helper()
+	root, err := os.MkdirTemp("", "warren-bench-")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { _ = os.RemoveAll(root) })
+	if err := os.Chmod(root, 0o711); err != nil {
+		tb.Fatal(err)
+	}
+	return root
+}
+
 // BwrapArgs gives bwrap the view of namespace mode, running argv: ro /usr
 // with the /bin /lib /lib64 /sbin links, the etc files given (those that
 // exist), the five devices, private /dev/shm and noexec /tmp, a fresh
