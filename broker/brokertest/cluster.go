@@ -60,6 +60,7 @@ func StartCluster(t testing.TB, n int) *Cluster {
 		})
 	}
 	t.Cleanup(func() {
+		c.settle()
 		for i := range c.nodes {
 			c.Kill(i)
 		}
@@ -127,6 +128,91 @@ func (c *Cluster) start(i int) error {
 	c.nodes[i].srv = srv
 	c.mu.Unlock()
 	return nil
+}
+
+// settleFor bounds settle: past it the cluster is stopped as it is.
+const settleFor = 15 * time.Second
+
+// settle waits, up to settleFor, until every stream and consumer of the
+// cluster has a leader, no reconfiguration under way, and each replica on
+// a running node current, so that the shutdown finds no assignment being
+// applied. nats-server (2.15.2) leaks the write-ahead log of a Raft group
+// it creates while it shuts down: Shutdown stops its system account before
+// JetStream, and a stream or consumer assignment applied in between (a
+// scale-up or a new durable still reaching a replica) opens the group's
+// file store, then fails to start its node (no system account) without
+// closing the store, whose goroutines outlive the server (goleak, under
+// load, after a test that ended right after such a change).
+func (c *Cluster) settle() {
+	c.mu.Lock()
+	var up []string
+	for _, n := range c.nodes {
+		if n.srv != nil {
+			up = append(up, n.url)
+		}
+	}
+	c.mu.Unlock()
+	if len(up) == 0 {
+		return
+	}
+	nc, err := nats.Connect(strings.Join(up, ","), nats.Name("brokertest-settle"))
+	if err != nil {
+		return
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return
+	}
+	for end := time.Now().Add(settleFor); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
+		if settled(js) {
+			return
+		}
+	}
+	c.t.Logf("brokertest: the cluster did not settle within %s; stopping it as it is", settleFor)
+}
+
+// settled reports whether every stream and consumer's group is at rest.
+func settled(js jetstream.JetStream) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	streams := js.ListStreams(ctx)
+	for info := range streams.Info() {
+		if !atRest(info.Cluster) {
+			return false
+		}
+		s, err := js.Stream(ctx, info.Config.Name)
+		if err != nil {
+			return false
+		}
+		consumers := s.ListConsumers(ctx)
+		for ci := range consumers.Info() {
+			if !atRest(ci.Cluster) {
+				return false
+			}
+		}
+		if consumers.Err() != nil {
+			return false
+		}
+	}
+	return streams.Err() == nil
+}
+
+// atRest: a leader, no reconfiguration, and every replica not offline
+// current (a node a test left down is offline, not waited for).
+func atRest(ci *jetstream.ClusterInfo) bool {
+	if ci == nil {
+		return true
+	}
+	if ci.Leader == "" || ci.Desired != nil {
+		return false
+	}
+	for _, r := range ci.Replicas {
+		if !r.Offline && (!r.Current || r.Pending) {
+			return false
+		}
+	}
+	return true
 }
 
 // Size is the number of nodes.
