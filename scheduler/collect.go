@@ -194,7 +194,7 @@ func (c *Client) takeResult(ctx context.Context, msg jetstream.Msg, want, seen m
 	rep.Received++
 	rep.Counts[r.Status]++
 	if o.Progress != nil {
-		o.Progress.Add(r.Status)
+		o.Progress.AddResult(r)
 	}
 	if err := c.loadOutputs(ctx, r); err != nil {
 		return err

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -35,12 +36,16 @@ type Progress struct {
 	label   string
 	total   int // -1 unknown
 	done    int
-	counts  map[messages.Status]int
+	counts  map[messages.Status]int // results without a verdict, by status
 	start   time.Time
 	bar     *progressbar.ProgressBar
 	stop    chan struct{}
 	stopped chan struct{}
 	closed  bool
+
+	// accepted and rejected count results that carry a verdict (status
+	// ok, the proof checked): a rejected proof is an outcome, not an error.
+	accepted, rejected int
 }
 
 // statusOrder fixes the order counts are printed in.
@@ -96,12 +101,32 @@ func (p *Progress) SetTotal(total int) {
 	}
 }
 
-// Add records one result.
+// Add records one result of status s that carries no verdict.
 func (p *Progress) Add(s messages.Status) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.done++
 	p.counts[s]++
+	p.addedLocked()
+}
+
+// AddResult records one result: a checked proof (status ok with a verdict)
+// counts as accepted or rejected, anything else by its status.
+func (p *Progress) AddResult(r *messages.Result) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	switch {
+	case r.Status == messages.StatusOK && r.Verdict != nil && r.Verdict.Accepted:
+		p.accepted++
+	case r.Status == messages.StatusOK && r.Verdict != nil:
+		p.rejected++
+	default:
+		p.counts[r.Status]++
+	}
+	p.addedLocked()
+}
+
+func (p *Progress) addedLocked() {
+	p.done++
 	if p.bar != nil {
 		p.bar.Describe(p.label + " " + p.countsLocked())
 		_ = p.bar.Add(1)
@@ -150,7 +175,8 @@ func (p *Progress) tick(every time.Duration) {
 }
 
 // lineLocked renders e.g.
-// "b1: 40/100 done (ok 38, failed 2), 12.5/s, ETA 5s".
+// "b1: 40/100 done (ok 38, failed 2), 12.5/s, ETA 5s", or for proofs
+// "verify: 9/9 done (3 accepted, 6 rejected), 1.8/s, took 5s".
 func (p *Progress) lineLocked() string {
 	var b strings.Builder
 	elapsed := time.Since(p.start)
@@ -174,19 +200,35 @@ func (p *Progress) lineLocked() string {
 	return b.String()
 }
 
+// countsLocked renders the counts: by status ("ok 38, failed 2"); once a
+// verdict was seen, verdicts first and every count as "N what" ("3
+// accepted, 6 rejected, 1 infra_error"), so an ok task whose proof was
+// rejected is never shown as ok.
 func (p *Progress) countsLocked() string {
+	verdicts := p.accepted+p.rejected > 0
+	item := func(what string, n int) string {
+		if verdicts {
+			return fmt.Sprintf("%d %s", n, what)
+		}
+		return fmt.Sprintf("%s %d", what, n)
+	}
 	var parts []string
+	if verdicts {
+		parts = append(parts, item("accepted", p.accepted), item("rejected", p.rejected))
+	}
 	for _, s := range statusOrder {
 		if n := p.counts[s]; n > 0 {
-			parts = append(parts, fmt.Sprintf("%s %d", s, n))
+			parts = append(parts, item(string(s), n))
 		}
 	}
+	var newer []string
 	for s, n := range p.counts { // statuses from a newer worker
 		if !known(s) {
-			parts = append(parts, fmt.Sprintf("%s %d", s, n))
+			newer = append(newer, item(string(s), n))
 		}
 	}
-	return strings.Join(parts, ", ")
+	sort.Strings(newer)
+	return strings.Join(append(parts, newer...), ", ")
 }
 
 func known(s messages.Status) bool {

@@ -19,6 +19,10 @@ type ReplayOptions struct {
 	// set the whole batch is replayed.
 	FromSeq, ToSeq uint64
 	Since, Until   time.Time
+	// NoCache sets verify.no_cache on every replayed verify task, so each
+	// proof is checked afresh instead of being answered from the verdict
+	// cache (which would answer a replay of a decided proof otherwise).
+	NoCache bool
 }
 
 // ReplayReport says what a replay published.
@@ -75,6 +79,9 @@ func (c *Client) Replay(ctx context.Context, o ReplayOptions) (*ReplayReport, er
 			continue
 		}
 		seen[st.ID] = true
+		if o.NoCache && t.Verify != nil {
+			t.Verify.NoCache = true
+		}
 		if replayOf == 0 || t.EffectiveAttempt() < replayOf {
 			replayOf = t.EffectiveAttempt()
 		}

@@ -19,6 +19,9 @@ type session struct {
 	// localWorker starts an in-process worker on the embedded broker,
 	// stopped when the session closes; nil on a dialed broker.
 	localWorker func(context.Context) error
+	// local: localWorker runs, and is the only worker this command's
+	// embedded broker can have.
+	local bool
 	// stampDir is the data dir of the recorded broker this session dialed
 	// ("" for any other): where its setup is stamped (setup_stamp.go).
 	stampDir string
@@ -51,6 +54,7 @@ func (g *globals) open(ctx context.Context, name string, needWorker bool) (*sess
 			s.Close()
 			return nil, err
 		}
+		s.local = true
 	}
 	return s, nil
 }

@@ -106,6 +106,13 @@ func (e *e2e) startWorkerIn(t *testing.T, isolation []string, capacity int, extr
 		require.NoError(t, err, "worker must drain and exit 0 on SIGTERM; stderr:\n%s", errb.String())
 	})
 	// Ready once it registered in the host registry.
+	e.waitRegistered(t, errb.String)
+}
+
+// waitRegistered waits until a worker is in the host registry; stderr
+// says why not when it fails.
+func (e *e2e) waitRegistered(t *testing.T, stderr func() string) {
+	t.Helper()
 	kv, err := e.b.JS.KeyValue(context.Background(), messages.BucketHosts)
 	require.NoError(t, err)
 	require.Eventually(t, func() bool {
@@ -117,7 +124,7 @@ func (e *e2e) startWorkerIn(t *testing.T, isolation []string, capacity int, extr
 			return true
 		}
 		return false
-	}, 30*time.Second, 20*time.Millisecond, "worker did not register: %s", errb.String())
+	}, 30*time.Second, 20*time.Millisecond, "worker did not register: %s", stderr())
 }
 
 func (e *e2e) resultCount(t *testing.T, batch string, attempt int) uint64 {

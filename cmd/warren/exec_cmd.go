@@ -69,7 +69,7 @@ func (c *execCmd) Run(g *globals) error {
 	// The registry check runs while Exec subscribes (nothing is published
 	// before it passes).
 	served := scheduler.BeforePublish(func(context.Context) error {
-		return checkServed(g, client, []messages.Task{task}, c.QueueUnserved)
+		return checkServed(g, s, client, []messages.Task{task}, c.QueueUnserved)
 	})
 	res, err := client.Exec(g.Ctx, task, g.IO.Out, g.IO.Err, served)
 	if errors.Is(err, context.Canceled) {

@@ -16,6 +16,7 @@ type replayCmd struct {
 	Until   string `name:"until" help:"Replay tasks stored before this time: RFC 3339, or a duration ago."`
 	Wait    bool   `name:"wait" short:"w" help:"Wait for the new attempt's results (progress on stderr) and write them as JSONL."`
 	Out     string `name:"out" short:"o" help:"With --wait, write the results to this file instead of stdout." type:"path"`
+	NoCache bool   `name:"no-cache" help:"Check every replayed verify task's proof afresh instead of answering it from the verdict cache (sets verify.no_cache on each)."`
 }
 
 func (c *replayCmd) Run(g *globals) error {
@@ -41,6 +42,7 @@ func (c *replayCmd) Run(g *globals) error {
 	defer s.Close()
 	rep, err := client.Replay(g.Ctx, scheduler.ReplayOptions{
 		Batch: g.qualify(c.Batch), FromSeq: c.FromSeq, ToSeq: c.ToSeq, Since: since, Until: until,
+		NoCache: c.NoCache,
 	})
 	if err != nil {
 		return err

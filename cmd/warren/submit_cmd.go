@@ -43,7 +43,7 @@ func (c *submitCmd) Run(g *globals) error {
 		return err
 	}
 	defer s.Close()
-	if err := checkServed(g, client, b.Tasks, c.QueueUnserved); err != nil {
+	if err := checkServed(g, s, client, b.Tasks, c.QueueUnserved); err != nil {
 		return err
 	}
 	rep, err := client.Publish(g.Ctx, b)

@@ -31,6 +31,7 @@ type clientCLI struct {
 	Hosts   hostsCmd   `cmd:""`
 	Exec    execCmd    `cmd:""`
 	Setup   setupCmd   `cmd:""`
+	Verify  verifyCmd  `cmd:""`
 }
 
 type cliRun struct {

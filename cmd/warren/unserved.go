@@ -50,7 +50,9 @@ func unservedRoutes(ctx context.Context, client *scheduler.Client, tasks []messa
 // checkServed fails fast, before anything is published, when no live
 // worker serves a pool/profile the tasks need: otherwise they wait in the
 // queue for one, which looks like a hang. With queue set it only warns.
-func checkServed(g *globals, client *scheduler.Client, tasks []messages.Task, queue bool) error {
+// On an embedded broker with the command's in-process worker (s.local),
+// that worker is all there is, and the error says so.
+func checkServed(g *globals, s *session, client *scheduler.Client, tasks []messages.Task, queue bool) error {
 	missing, served, err := unservedRoutes(g.Ctx, client, tasks)
 	if err != nil {
 		g.Log.Warn().Err(err).Msg("could not read the host registry to check that a worker serves these tasks")
@@ -60,17 +62,40 @@ func checkServed(g *globals, client *scheduler.Client, tasks []messages.Task, qu
 		return nil
 	}
 	now := "no worker is registered"
-	if len(served) > 0 {
+	switch {
+	case s.local:
+		now = "no broker is running, and the in-process worker this command started serves " + strings.Join(served, ", ")
+	case len(served) > 0:
 		now = "served now: " + strings.Join(served, ", ")
 	}
 	if queue {
 		fmt.Fprintf(g.IO.Err, "warren: %s pool/profile %s (%s); the tasks stay queued until one does (see `warren hosts`)\n", errUnserved, strings.Join(missing, ", "), now)
 		return nil
 	}
-	return fmt.Errorf("%w pool/profile %s (%s); nothing was published: start a worker for it (`warren worker --pool P --profile Q`), or pass --queue-unserved to queue the tasks until one joins", errUnserved, strings.Join(missing, ", "), now)
+	return fmt.Errorf("%w pool/profile %s (%s); nothing was published: %s", errUnserved, strings.Join(missing, ", "), now, startHint(s, tasks, missing))
 }
 
-// warnUnserved is checkServed that only warns.
-func warnUnserved(g *globals, client *scheduler.Client, tasks []messages.Task) {
-	_ = checkServed(g, client, tasks, true)
+// startHint says how to get a worker that serves the missing routes: a
+// verify profile is defined in a --verify-profiles file, an exec profile
+// is named with --profile; with only the in-process worker, `warren up`
+// gives the data dir a broker and a worker that later commands use (no
+// other worker can reach the embedded broker, so queueing is not offered:
+// nothing would serve the tasks while this command waits).
+func startHint(s *session, tasks []messages.Task, missing []string) string {
+	verify := false
+	for i := range tasks {
+		r := tasks[i].EffectivePool() + "/" + tasks[i].EffectiveProfile()
+		if tasks[i].Kind == messages.KindVerify && slices.Contains(missing, r) {
+			verify = true
+		}
+	}
+	switch {
+	case s.local && verify:
+		return "ask for one of those, or start `warren up --verify-profiles FILE` (FILE defining the profile; commands with this --data-dir then use its broker and worker) and run this command again"
+	case s.local:
+		return "ask for one of those, or start `warren up --pool P --profile Q` (commands with this --data-dir then use its broker and worker) and run this command again"
+	case verify:
+		return "start a worker for it (`warren worker --pool P --verify-profiles FILE`, FILE defining the profile), or pass --queue-unserved to queue the tasks until one joins"
+	}
+	return "start a worker for it (`warren worker --pool P --profile Q`), or pass --queue-unserved to queue the tasks until one joins"
 }

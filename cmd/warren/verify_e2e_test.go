@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/warrenhq/warren/internal/syncbuf"
 	"github.com/warrenhq/warren/messages"
 )
 
@@ -63,8 +64,8 @@ func TestE2EVerifyCoqCorpus(t *testing.T) {
 	// A real worker with the default isolation (auto: fail closed) and the
 	// test profiles.
 	w := e.cmd(t.Context(), "worker", "--capacity", "2", "--verify-profiles", filepath.Join(root, "testdata/verify/coq-profiles.yaml"), "--host-id", "verifier")
-	var werr bytes.Buffer
-	w.Stderr = &werr
+	werr := &syncbuf.Buffer{} // the process writes while the test reads
+	w.Stderr = werr
 	require.NoError(t, w.Start())
 	// Ended by SIGTERM when the test's context ends (it drains and closes
 	// its runner), not the default SIGKILL: a killed root worker leaves
@@ -72,6 +73,8 @@ func TestE2EVerifyCoqCorpus(t *testing.T) {
 	// root sweeps them.
 	w.Cancel = func() error { return w.Process.Signal(syscall.SIGTERM) }
 	t.Cleanup(func() { _ = w.Wait() })
+	// verify refuses a profile no live worker serves: wait until it is.
+	e.waitRegistered(t, werr.String)
 
 	out := filepath.Join(t.TempDir(), "results.jsonl")
 	_, stderr, code := e.runFor(t, 10*time.Minute, "verify", in, "--out", out)
