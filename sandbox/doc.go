@@ -66,7 +66,7 @@
 // and warmKey (mode_namespace.go, spec_validate.go, warm_key.go) →
 // takeWarm (warm_pool.go); cold: runCold → acquire (box.go: uidpool.go,
 // scratch.go, namespaceMode.prepare, cgroup.go) → namespaceMode.task
-// (env.go, rlimits.go, landlock_policy_linux.go, host_paths.go) →
+// (env.go, rlimits.go, landlock_policy_linux.go, host_paths.go, hide.go) →
 // launchInit (init_launch.go; the init itself is sandbox/initproc) →
 // giveBack (box.go → namespaceMode.teardown); warm: runWarm →
 // warmSandbox.prepare and run (warm_sandbox.go, stdio_pipes.go) → the
@@ -139,8 +139,9 @@
 // that has built the whole view (root tmpfs, binds, /dev, /proc, /tmp, a
 // fresh scratch directory bound at its place, pivot_root, network) and
 // blocks reading its task. The view depends only on the warm key
-// (Spec.ReadOnly, Spec.Network, Limits.TmpSize; the Landlock layer is per
-// Runner): a run whose key matches takes a warm sandbox, the worker writes
+// (Spec.ReadOnly, Spec.Hide, Spec.Network, Spec.TmpInHome,
+// Limits.TmpSize; the Landlock layer is per Runner): a run whose key
+// matches takes a warm sandbox, the worker writes
 // the task's files into its scratch directory, sets the cgroup limits and
 // sends the task (argv, env, cwd, rlimits, Landlock layer); the init
 // applies those and execs. Anything else starts cold, and its view gets a
@@ -159,10 +160,12 @@
 // it) and Runner.Close kills and reaps them and releases all of that.
 // Runner.Start starts the pool; without Start every run is cold. A
 // toolchain symlink retargeted after a warm view was built is seen with
-// its old target until that sandbox is used.
+// its old target until that sandbox is used; a hidden path (Spec.Hide)
+// is likewise resolved, and covered only if it exists, when the view is
+// built.
 //
-// The Landlock mode keeps warm sandboxes the same way (key: Spec.ReadOnly
-// and Spec.Network): uid, home with its TMPDIR, cgroup, and an init that
+// The Landlock mode keeps warm sandboxes the same way (key: Spec.ReadOnly,
+// Spec.Hide and Spec.Network): uid, home with its TMPDIR, cgroup, and an init that
 // has made itself a session leader and waits, as the worker's user and
 // unrestricted, for its task; everything else (files, limits, rlimits,
 // Landlock, seccomp, the uid drop) happens when the task arrives.
@@ -247,11 +250,29 @@
 //	                                    path is bound at its target with a symlink at its name
 //	/dev/{null,zero,full,random,urandom} device binds; /dev/fd, /dev/std* links
 //	/dev/shm, /tmp                      private tmpfs, Limits.TmpSize, nosuid,nodev,noexec;
-//	                                    with a disk limit the home's .shm and .tmp instead
+//	                                    with a disk limit or Spec.TmpInHome the home's .shm
+//	                                    and .tmp instead (bound, nosuid,nodev,noexec)
 //	/proc                               fresh procfs of the run's pid namespace
 //	the scratch directory               read-write bind at its host path: the only
 //	                                    writable host path (nosuid,nodev); with a
 //	                                    disk limit, a size-capped tmpfs (below)
+//	Spec.Hide paths (resolved)          an empty tmpfs, read-only, nosuid,nodev,noexec,
+//	                                    over each one a bind shows, after every other
+//	                                    mount: nothing listed, ENOENT below; a slot's
+//	                                    task covers again those under its own /tmp
+//
+// The task has no capability, so it can neither unmount nor remount any
+// of them. Landlock-only mode has no view: a hidden path is one no rule
+// covers. Landlock cannot deny below a directory it allows, so the
+// worker (hide.go) replaces a read or read+exec rule on an ancestor of a
+// hidden path by rules on that ancestor's entries, recursing towards the
+// hidden path, which keeps no rule (EACCES on it and below); entries
+// that are symlinks get no rule (a link's target keeps the rule that
+// covers it, so no link re-opens the hidden path), and the directories
+// on the way cannot be listed. With Spec.TmpInHome and a caller's
+// directory, the mount points the view makes under /tmp (the home
+// itself, bound at its host path, when it lives there) are removed from
+// its .tmp after the run, so only what the run wrote is left.
 //
 // Binds are not recursive (a mount nested under a source is not carried
 // in: the sandbox's user namespace inherits it locked, and the kernel

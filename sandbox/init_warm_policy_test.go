@@ -26,21 +26,26 @@ func TestWarmPolicyIsTheTasksPolicy(t *testing.T) {
 		{"toolchain", Spec{ReadOnly: []string{"/usr/lib", "/etc/hostname"}}},
 		{"network loopback", Spec{Network: NetworkLoopback}},
 		{"empty toolchain list", Spec{ReadOnly: []string{}}},
+		{"hidden path", Spec{ReadOnly: []string{"/usr/lib"}, Hide: []string{"/usr/lib/os-release-dir-none", "/usr/share"}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b := &box{uid: 1_900_000_123, gid: 1_900_000_123, home: scratchDir{path: "/scratch/warren-x"}}
 			// Landlock mode.
 			ll := landlockMode{}
-			want, _ := ll.task(r, tc.spec, b)
-			got := warmPolicy(r, ll, ll.warmKey(tc.spec), b)
+			want, _, err := ll.task(r, tc.spec, b)
+			require.NoError(t, err)
+			got, err := warmPolicy(r, ll, ll.warmKey(tc.spec), b)
+			require.NoError(t, err)
 			require.NotNil(t, got)
 			require.JSONEq(t, mustJSON(t, want.Landlock), mustJSON(t, got))
 			// Namespace mode with the layer.
 			spec := tc.spec
 			spec.Limits = spec.Limits.withDefaults(r.cfg.Defaults)
 			ns := namespaceMode{}
-			cfg, _ := ns.task(r, spec, b)
-			got = warmPolicy(r, ns, ns.warmKey(spec), b)
+			cfg, _, err := ns.task(r, spec, b)
+			require.NoError(t, err)
+			got, err = warmPolicy(r, ns, ns.warmKey(spec), b)
+			require.NoError(t, err)
 			require.Equal(t, cfg.Landlock == nil, got == nil)
 			require.JSONEq(t, mustJSON(t, cfg.Landlock), mustJSON(t, got))
 		})

@@ -34,12 +34,13 @@ type mode interface {
 	unprivilegedQuota() (diskQuota, error)
 	// prepare makes what the mode needs in b's home and says how the init
 	// is started and what view it builds, from the view-shaping fields of
-	// spec (ReadOnly, Network, UnixSockets, Limits.TmpSize) and how b's
-	// home is bounded (b.home.quota).
+	// spec (ReadOnly, Hide, Network, UnixSockets, TmpInHome,
+	// Limits.TmpSize) and how b's home is bounded (b.home.quota).
 	prepare(r *Runner, b *box, spec Spec) (launchPlan, error)
 	// task is the init's task phase for spec in b, and the layers the run
-	// then has in force.
-	task(r *Runner, spec Spec, b *box) (*initConfig, Layers)
+	// then has in force; an error (a policy it cannot build) fails the run
+	// before its init gets a task.
+	task(r *Runner, spec Spec, b *box) (*initConfig, Layers, error)
 	// killTree kills every process of a run; nil kills the init, which
 	// takes its pid namespace with it.
 	killTree() func(*os.Process)

@@ -31,6 +31,9 @@ func (landlockMode) validate(r *Runner, spec Spec) error {
 	if err := validateSpec(spec); err != nil {
 		return err
 	}
+	if err := r.validateHidden(spec); err != nil {
+		return err
+	}
 	if err := landlockABI().require(r.cfg.LandlockMinABI); err != nil {
 		return &SetupError{Step: "landlock abi", Err: err}
 	}
@@ -48,11 +51,12 @@ func (landlockMode) validate(r *Runner, spec Spec) error {
 	return nil
 }
 
-// warmKey: the policy depends on the toolchain paths and the network;
-// there is no /tmp size.
+// warmKey: the policy depends on the toolchain and hidden paths and the
+// network; there is no /tmp size, and /tmp is never the home's.
 func (landlockMode) warmKey(spec Spec) warmKey {
 	k := newWarmKey(landlockMode{}, spec)
 	k.tmpSize = 0
+	k.tmpInHome = false
 	return k
 }
 
@@ -69,29 +73,41 @@ func (landlockMode) prepare(_ *Runner, b *box, _ Spec) (launchPlan, error) {
 }
 
 // task is the init's config for a Landlock-mode run, with host paths.
-func (landlockMode) task(r *Runner, spec Spec, b *box) (*initConfig, Layers) {
+// Hidden paths (Spec.Hide) are left out of every rule (hideFromRules).
+func (landlockMode) task(r *Runner, spec Spec, b *box) (*initConfig, Layers, error) {
 	home := b.home.path
 	env, path := splitPath(buildEnv(spec.Env, home, filepath.Join(home, landlockTmp)))
+	policy := newLandlockPolicy(landlockView{
+		Home:        home,
+		Toolchain:   spec.ReadOnly,
+		Network:     spec.Network,
+		UnixSockets: spec.UnixSockets,
+		MinABI:      r.cfg.LandlockMinABI,
+	})
+	hidden, err := resolveHidden(spec, home)
+	if err == nil {
+		policy.ReadExec, err = hideFromRules(policy.ReadExec, hidden)
+	}
+	if err == nil {
+		policy.ReadOnly, err = hideFromRules(policy.ReadOnly, hidden)
+	}
+	if err != nil {
+		return nil, 0, err
+	}
 	cfg := &initConfig{
-		Argv:    spec.Argv,
-		Env:     env,
-		Path:    path,
-		Dir:     filepath.Join(home, spec.Cwd),
-		Rlimits: r.rlimits(spec.Limits),
-		Landlock: newLandlockPolicy(landlockView{
-			Home:        home,
-			Toolchain:   spec.ReadOnly,
-			Network:     spec.Network,
-			UnixSockets: spec.UnixSockets,
-			MinABI:      r.cfg.LandlockMinABI,
-		}),
+		Argv:     spec.Argv,
+		Env:      env,
+		Path:     path,
+		Dir:      filepath.Join(home, spec.Cwd),
+		Rlimits:  r.rlimits(spec.Limits),
+		Landlock: policy,
 	}
 	if r.pool != nil {
 		cfg.Cred = &initCred{UID: int(b.uid), GID: int(b.gid)}
 	}
 	// The task keeps its tree's orphans while it runs (orphan_sweep_linux.go).
 	cfg.Subreaper = true
-	return cfg, layersLandlockOnly
+	return cfg, layersLandlockOnly, nil
 }
 
 // unprivilegedQuota: an unprivileged worker without namespaces cannot

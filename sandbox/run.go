@@ -53,7 +53,10 @@ func (r *Runner) runCold(ctx context.Context, m mode, spec Spec) (*Result, Layer
 		return nil, 0, err
 	}
 	defer r.giveBack(m, b)
-	cfg, layers := m.task(r, spec, b)
+	cfg, layers, err := m.task(r, spec, b)
+	if err != nil {
+		return nil, 0, err
+	}
 	l := initLaunch{cfg: cfg, attr: plan.attr, cgroup: b.cg, spec: spec, killTree: m.killTree()}
 	if b.home.quota == quotaInit {
 		// The init mounts the home: it builds the view first, then the
@@ -84,7 +87,11 @@ func (r *Runner) runWarm(ctx context.Context, m mode, spec Spec, w *warmSandbox)
 	if err := w.prepare(spec); err != nil {
 		return nil, 0, err
 	}
-	cfg, layers := m.task(r, spec, &w.box)
+	cfg, layers, err := m.task(r, spec, &w.box)
+	if err != nil {
+		w.discard()
+		return nil, 0, err
+	}
 	res, err := w.run(ctx, initLaunch{cfg: cfg, cgroup: w.cg, spec: spec, killTree: m.killTree()})
 	if err != nil {
 		return nil, 0, err

@@ -119,8 +119,10 @@ func (s scratchDir) cleanup() error {
 }
 
 // makeHomeDirs creates the directories names (0700, owned by the sandbox
-// uid) in the home at dir: the Landlock mode's TMPDIR, a bounded
-// namespace-mode home's /tmp and /dev/shm.
+// uid) in the home at dir: the Landlock mode's TMPDIR, the /tmp and
+// /dev/shm of a bounded (or Spec.TmpInHome) namespace-mode home. One that
+// is not a directory (a task's leftover in a caller's reused directory)
+// is no bind source: the init refuses it (a symlink) or its bind fails.
 func makeHomeDirs(dir string, uid, gid uint32, names ...string) error {
 	for _, n := range names {
 		p := filepath.Join(dir, n)

@@ -342,7 +342,7 @@ func (w *warmSandbox) overParent(cfg *initConfig) *initConfig {
 
 // fresh is what a task's init mounts in slot w: a home of size bytes, and
 // again what the slot's view has under /tmp and /dev/shm, which its own
-// cover (the home among them when it lives there).
+// cover (the home among them when it lives there, hidden paths last).
 func (w *warmSandbox) fresh(size int64) *initproc.Fresh {
 	f := &initproc.Fresh{Home: initproc.HomeQuota{Path: w.home.path, Size: size}}
 	for _, b := range w.view.Binds {
@@ -353,6 +353,11 @@ func (w *warmSandbox) fresh(size int64) *initproc.Fresh {
 	for _, l := range w.view.Symlinks {
 		if initproc.UnderTmp(l.Path) {
 			f.Symlinks = append(f.Symlinks, l)
+		}
+	}
+	for _, h := range w.view.Hide {
+		if initproc.UnderTmp(h) {
+			f.Hide = append(f.Hide, h)
 		}
 	}
 	return f

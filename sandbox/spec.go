@@ -47,10 +47,45 @@ type Spec struct {
 	// ReadOnly lists host paths (a profile's toolchain) made visible read-only
 	// at the same path inside the sandbox.
 	ReadOnly []string
+	// Hide lists absolute host directories the run must not see although
+	// they lie under a path it is otherwise shown (a system directory such
+	// as /usr, a ReadOnly path): e.g. a toolchain's sources under a
+	// toolchain that stays visible. Each is resolved as ReadOnly paths are
+	// (symlinks followed: the target is what the run would reach and what
+	// is hidden); one that does not exist is nothing to hide. In namespace
+	// mode an empty, read-only, nosuid/nodev/noexec tmpfs is mounted over
+	// it after every bind: listing it shows nothing, anything below is
+	// ENOENT, and the task (no capabilities) cannot unmount it. In
+	// Landlock-only mode a read or read+exec rule on an ancestor of it is
+	// replaced by rules on that ancestor's entries, recursing towards it,
+	// so it and everything below have no rule (EACCES); the directories
+	// between the ancestor and it cannot be listed then (a rule to list
+	// them would let the hidden one be listed too), though their other
+	// entries stay readable. Entries that are symlinks get no rule of
+	// their own: whatever a link reaches keeps the rule that covers its
+	// target. Refused (ErrInvalidSpec, naming Hide[i]): not absolute or
+	// not clean, /, in /proc or /dev, overlapping the home or the scratch
+	// root, not a directory, or holding a ReadOnly path. Part of the warm
+	// key. Mode none (no isolation) hides nothing.
+	Hide []string
 	// Scratch, when set, is a host directory used as the scratch directory
 	// (the only writable host path) instead of a fresh one; it is not removed
 	// afterwards. Used by `warren sandbox run --rw`.
 	Scratch string
+	// TmpInHome makes everything the run writes land in its home, so a
+	// caller's Scratch directory holds it after the run (and Finished
+	// sees it in a fresh one). Namespace mode: /tmp and /dev/shm are the
+	// home's directories .tmp and .shm (made by the worker, owned by the
+	// run's uid, bound nosuid,nodev,noexec) instead of private tmpfs of
+	// Limits.TmpSize that die with the run; what the view itself makes in
+	// them (the mount point of a path it shows under /tmp, such as the
+	// home at its host path) is removed from a caller's directory after
+	// the run. Landlock-only mode: nothing changes, as there TMPDIR is
+	// already the home's .tmp and the host's /tmp and /dev/shm are not
+	// writable. A bounded home (Limits.Disk) has them in the home already,
+	// and mode none has no view: no effect. Part of the namespace mode's
+	// warm key.
+	TmpInHome bool
 	// Isolation requested for this run; empty means the runner's configured
 	// mode.
 	Isolation Isolation
@@ -99,7 +134,7 @@ type Limits struct {
 	Processes int64         // RLIMIT_NPROC (per uid) and, where available, pids cgroup
 	FileSize  int64         // RLIMIT_FSIZE
 	OpenFiles int64         // RLIMIT_NOFILE
-	TmpSize   int64         // size of the private /tmp and /dev/shm (namespace mode without a disk limit; with one they are part of the home)
+	TmpSize   int64         // size of the private /tmp and /dev/shm (namespace mode without a disk limit or Spec.TmpInHome; with either they are part of the home)
 	// Disk bounds the home (scratch directory, TMPDIR included) with a
 	// size-capped tmpfs: writes past it fail with ENOSPC and
 	// Result.DiskFull is set (disk_quota.go). Zero (after defaults) or

@@ -67,7 +67,11 @@ func (r *Runner) newWarm(k warmKey, hook func(*nsConfig)) (*warmSandbox, error) 
 		return nil, err
 	}
 	w := &warmSandbox{mode: m, box: *b, key: k, view: plan.view, jobs: make(chan warmJob, 1), done: make(chan struct{})}
-	policy := warmPolicy(r, m, k, b) // built by the init ahead of the task
+	policy, err := warmPolicy(r, m, k, b) // built by the init ahead of the task
+	if err != nil {
+		r.giveBack(m, b)
+		return nil, err
+	}
 	var slotEnd *os.File
 	if r.slots(m) {
 		// A slot: its tasks' inits build the policy, not the parent.
@@ -89,9 +93,12 @@ func (r *Runner) newWarm(k warmKey, hook func(*nsConfig)) (*warmSandbox, error) 
 // warmPolicy is the Landlock policy a task of key k will carry in b, a
 // warm sandbox of mode m (nil: none): the init builds its ruleset ahead
 // of the task.
-func warmPolicy(r *Runner, m mode, k warmKey, b *box) *landlockPolicy {
-	cfg, _ := m.task(r, k.spec(), b)
-	return cfg.Landlock
+func warmPolicy(r *Runner, m mode, k warmKey, b *box) (*landlockPolicy, error) {
+	cfg, _, err := m.task(r, k.spec(), b)
+	if err != nil {
+		return nil, err
+	}
+	return cfg.Landlock, nil
 }
 
 // serve owns the warm init for its whole life, on one locked OS thread.

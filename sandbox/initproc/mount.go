@@ -25,11 +25,15 @@ type NSConfig struct {
 	// Home, when set, bounds the home with a tmpfs mounted by the init
 	// (home_quota.go).
 	Home *HomeQuota `json:"home,omitempty"`
-	// TmpIn, when set, is a bounded home (a size-capped tmpfs) whose
-	// directories .tmp and .shm are bound at /tmp and /dev/shm (nosuid,
-	// nodev, noexec) instead of fresh tmpfs of TmpSize and ShmSize, so the
-	// home's disk limit covers them too.
+	// TmpIn, when set, is the home whose directories .tmp and .shm are
+	// bound at /tmp and /dev/shm (nosuid, nodev, noexec) instead of fresh
+	// tmpfs of TmpSize and ShmSize: a bounded home (a size-capped tmpfs),
+	// so its disk limit covers them too, or a home asked to keep what the
+	// run writes there (sandbox.Spec.TmpInHome).
 	TmpIn string `json:"tmp_in,omitempty"`
+	// Hide are directories inside the binds, each covered, after every
+	// other mount of the view, with an empty read-only tmpfs (hide.go).
+	Hide []string `json:"hide,omitempty"`
 }
 
 // Bind binds Source at the same path inside, read-only unless Writable.
@@ -134,6 +138,9 @@ func setupNamespace(ns *NSConfig) error {
 	}
 	if err := mountFresh(root, "/proc", "proc", tmpfsFlags, ""); err != nil {
 		return fail("mount /proc", "/proc", err)
+	}
+	if err := hideAll(root, ns.Hide); err != nil {
+		return err
 	}
 	// No nested user namespaces: they would put the kernel's namespace
 	// code (a common source of privilege escalations) in reach again.

@@ -77,11 +77,13 @@ const taskCloneFlags = unix.CLONE_NEWPID | unix.CLONE_NEWNS | unix.CLONE_NEWIPC
 // Covering /tmp and /dev/shm covers what the slot's view mounted under
 // them (a home or a toolchain under the host's /tmp): Keep are those
 // binds of the view and Symlinks its links there, made again on top, in
-// the view's order (the home is then the fresh one).
+// the view's order (the home is then the fresh one), and Hide its hidden
+// paths there (NSConfig.Hide), covered again after them.
 type Fresh struct {
 	Home     HomeQuota `json:"home"`
 	Keep     []Bind    `json:"keep,omitempty"`
 	Symlinks []Symlink `json:"symlinks,omitempty"`
+	Hide     []string  `json:"hide,omitempty"`
 }
 
 // SlotExit is how a slot's child ended, as its parent reaped it.
@@ -295,7 +297,10 @@ func setupFresh(f *Fresh) error {
 			return fail(Step("bind "+p), f.Home.Path+"/"+tmpInDirs[i], err)
 		}
 	}
-	return bindAndLink(root, keep, f.Keep, f.Symlinks)
+	if err := bindAndLink(root, keep, f.Keep, f.Symlinks); err != nil {
+		return err
+	}
+	return hideAll(root, f.Hide)
 }
 
 // UnderTmp reports whether path lies in /tmp or /dev/shm, which a slot's
