@@ -4,10 +4,11 @@ export PATH := $(dir $(GO)):$(HOME)/go/bin:$(PATH)
 BIN      := bin/warren
 VERSION  ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS  := -X main.version=$(VERSION)
-# Debian packages the tests and the demo need: coq checks proofs, bubblewrap
+# Debian packages the tests and the demo need: coq checks proofs (its
+# development files build Warren's policy plugin against it), bubblewrap
 # is the benchmark baseline, python3 runs inside sandboxes in tests, util-linux
 # gives setpriv for the unprivileged test run.
-APT_PACKAGES := coq bubblewrap python3 util-linux passwd e2fsprogs
+APT_PACKAGES := coq libcoq-core-ocaml-dev bubblewrap python3 util-linux passwd e2fsprogs
 STATICCHECK  := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 # Packages with concurrency worth the race detector on every `make test`.
 RACE_PKGS := ./messages/... ./broker/... ./worker/... ./scheduler/... ./sandbox/... ./verify/...

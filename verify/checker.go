@@ -32,6 +32,8 @@ type Checker struct {
 
 	mu    sync.Mutex
 	pools map[string]*ReplPool
+
+	coq coqHosts // per Coq toolchain: the policy plugin and the stdlib view
 }
 
 // New returns a Checker.

@@ -2,6 +2,7 @@ package verify
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/warrenhq/warren/messages"
 	"github.com/warrenhq/warren/sandbox"
+	"github.com/warrenhq/warren/verify/coqpolicy"
 )
 
 var coqIdent = messages.NewLazyRegexp(`^[A-Za-z_][A-Za-z0-9_']*$`)
@@ -17,7 +19,11 @@ var coqIdent = messages.NewLazyRegexp(`^[A-Za-z_][A-Za-z0-9_']*$`)
 // (steps 2 and 3 share one, see trustedSteps).
 //
 //  1. untrusted: coqc compiles header+proof as <Library>.Proof in a fresh
-//     directory. Only Proof.vo is taken out of it.
+//     directory, with Warren's policy plugin loaded ahead of the proof
+//     (package coqpolicy: Coq's own parser classifies every sentence before
+//     it runs) and the stdlib's sources out of sight (coqHost). Only
+//     Proof.vo is taken out of it, after a check that the compile wrote
+//     nothing else anywhere it could write.
 //  2. trusted: in another fresh directory holding only that Proof.vo and a
 //     file we generate, coqc elaborates the expected statement BEFORE the
 //     proof is loaded (a clean context), then Requires (never Imports) the
@@ -27,14 +33,19 @@ var coqIdent = messages.NewLazyRegexp(`^[A-Za-z_][A-Za-z0-9_']*$`)
 //  3. trusted: coqchk re-checks Proof.vo and Check.vo with its own kernel
 //     and prints the context summary with fully qualified names.
 //
-// The verdict is read from files and outputs of steps 2 and 3 only.
+// The verdict is read from files and outputs of steps 2 and 3, and from
+// what the plugin recorded in step 1 (which can only add rejections).
 type coqCheck struct {
-	p     *Profile
-	spec  *messages.VerifySpec
-	run   RunFunc
-	usage Usage
-	n     string   // nonce for the library root and step 2's names and files
-	scan  *coqScan // the policy scan of the proof's source
+	p       *Profile
+	spec    *messages.VerifySpec
+	run     RunFunc
+	host    *coqHost
+	usage   Usage
+	n       string             // nonce for the library root and step 2's names and files
+	reading *coqpolicy.Reading // what the policy plugin recorded of the compile
+	// blind runs the compile without the policy plugin: a test's way to
+	// show the checks behind it (the write check, the hidden stdlib).
+	blind bool
 }
 
 func (c *Checker) checkCoq(ctx context.Context, run RunFunc, p *Profile, spec *messages.VerifySpec) (*messages.Verdict, Usage, error) {
@@ -43,12 +54,11 @@ func (c *Checker) checkCoq(ctx context.Context, run RunFunc, p *Profile, spec *m
 			return nil, Usage{}, &StatementError{Msg: fmt.Sprintf("theorem %q is not a Coq qualified identifier", spec.Theorem)}
 		}
 	}
-	k := &coqCheck{p: p, spec: spec, run: run, n: nonce(), scan: scanCoq(spec.Proof, p.Coq.Plugins)}
-	if p.HostIO == HostIOReject && len(k.scan.hostIO) > 0 {
-		// Decided before anything runs: the command must not run at all.
-		return reject(messages.ReasonDisallowedCommand,
-			"the proof uses commands the profile forbids (host_io: reject):\n"+findingsText(k.scan.hostIO)), Usage{}, nil
+	host, err := c.coqHost(ctx, p)
+	if err != nil {
+		return nil, Usage{}, err
 	}
+	k := &coqCheck{p: p, spec: spec, run: run, host: host, n: nonce()}
 	dir, cleanup, err := c.scratch("coq-")
 	if err != nil {
 		return nil, Usage{}, err
@@ -67,21 +77,47 @@ func (k *coqCheck) coqArgv(bin string, args ...string) []string {
 	return limitArgv(k.p, k.p.Coq.Prlimit, append(argv, args...))
 }
 
+// policyRecords is the plugin's record file in the compile's directory.
+func (k *coqCheck) policyRecords() string { return "warren_policy_" + k.n + ".jsonl" }
+
+// compileSpec is step 1: coqc with the plugin ahead of the proof, the
+// stdlib read from the compiled-only view, the real one hidden, and /tmp
+// and /dev/shm inside the directory, so the write check sees them.
+func (k *coqCheck) compileSpec(dir string) sandbox.Spec {
+	args := []string{"-q", "-noglob", "-coqlib", k.host.lib}
+	var env map[string]string
+	if !k.blind {
+		args = append(args, k.host.plugin.Args()...)
+		env = coqpolicy.Policy{RejectHostIO: k.p.HostIO == HostIOReject, Plugins: k.p.Coq.Plugins, Out: k.policyRecords()}.Env()
+	}
+	args = append(args, "-Q", ".", k.lib(), "Proof.v")
+	return sandbox.Spec{
+		Argv:      k.coqArgv(k.p.Coq.Coqc, args...),
+		Env:       env,
+		Scratch:   dir,
+		ReadOnly:  []string{k.host.dir, k.host.coqCore},
+		Hide:      []string{k.host.coqlib},
+		TmpInHome: true,
+	}
+}
+
 func (k *coqCheck) check(ctx context.Context, dir string) (*messages.Verdict, error) {
 	compileDir, checkDir := filepath.Join(dir, "compile"), filepath.Join(dir, "check")
 	src := k.spec.Proof
 	if k.spec.Header != "" {
-		src = k.spec.Header + "\n" + src
+		// coqc skips a byte-order mark at the start of a file only: the
+		// proof's own moves there with it, as if compiled alone.
+		src = k.spec.Header + "\n" + strings.TrimPrefix(src, "\ufeff")
 	}
 	if err := writeScratch(compileDir, map[string][]byte{"Proof.v": []byte(src)}); err != nil {
 		return nil, err
 	}
 	// Step 1: untrusted compile.
-	out, v, err := runStep(ctx, k.run, k.p, &k.usage, sandbox.Spec{
-		Argv:    k.coqArgv(k.p.Coq.Coqc, "-q", "-noglob", "-Q", ".", k.lib(), "Proof.v"),
-		Scratch: compileDir,
-	})
+	out, v, err := runStep(ctx, k.run, k.p, &k.usage, k.compileSpec(compileDir))
 	if v != nil || err != nil {
+		return v, err
+	}
+	if v, err := k.readPolicy(compileDir); v != nil || err != nil {
 		return v, err
 	}
 	if out.res.ExitCode != 0 {
@@ -92,7 +128,7 @@ func (k *coqCheck) check(ctx context.Context, dir string) (*messages.Verdict, er
 		return reject(messages.ReasonCompileError, "coqc exited 0 but left no usable Proof.vo: "+err.Error()), nil
 	}
 	if k.p.HostIO == HostIOReject {
-		if extra, err := unexpectedFiles(compileDir, coqCompileOutputs); err != nil {
+		if extra, err := unexpectedFiles(compileDir, k.compileOutputs()); err != nil {
 			return nil, err
 		} else if len(extra) > 0 {
 			return reject(messages.ReasonDisallowedCommand,
@@ -137,6 +173,48 @@ func (k *coqCheck) check(ctx context.Context, dir string) (*messages.Verdict, er
 		return reject(messages.ReasonUnsafeFlag, err.Error()+"\n"+out.output()), nil
 	}
 	return k.decide(used, sum), nil
+}
+
+// readPolicy reads what the plugin recorded of the compile. A refused
+// command rejects as disallowed_command, naming it and its line. Records
+// missing, or without the plugin's ready record, mean the policy did not
+// run (the plugin loads before the proof's first sentence, so no proof can
+// cause that): not a verdict, an error (fail closed).
+func (k *coqCheck) readPolicy(dir string) (*messages.Verdict, error) {
+	k.reading = &coqpolicy.Reading{}
+	if k.blind {
+		return nil, nil
+	}
+	raw, err := readResult(dir, k.policyRecords(), 4<<20)
+	if err != nil {
+		return nil, &InfraError{Step: "coq policy plugin", Err: fmt.Errorf("the compile left no policy records: %w", err)}
+	}
+	r, err := coqpolicy.Parse(raw)
+	if err != nil {
+		return nil, &InfraError{Step: "coq policy plugin", Err: err}
+	}
+	if !r.Ready {
+		return nil, &InfraError{Step: "coq policy plugin", Err: errors.New("the compile ran without the policy plugin")}
+	}
+	k.reading = r
+	if r.Refused != nil {
+		return reject(messages.ReasonDisallowedCommand,
+			"the proof uses a command the profile forbids (host_io: reject):\n"+r.Refused.Describe(k.lineOf)), nil
+	}
+	return nil, nil
+}
+
+// lineOf names a line of the compiled file (header, then proof) as the
+// task's author sees it.
+func (k *coqCheck) lineOf(n int) string {
+	h := 0
+	if k.spec.Header != "" {
+		h = strings.Count(k.spec.Header, "\n") + 1
+	}
+	if n <= h {
+		return fmt.Sprintf("header line %d", n)
+	}
+	return fmt.Sprintf("line %d", n-h)
 }
 
 // checkFile is step 2's input. The statement is elaborated before the

@@ -2,11 +2,13 @@ package verify
 
 import (
 	"fmt"
-	"os"
+	"io/fs"
+	"path/filepath"
 	"slices"
 	"strings"
 
 	"github.com/warrenhq/warren/messages"
+	"github.com/warrenhq/warren/verify/coqpolicy"
 )
 
 // locateShorter is how Locate ends a line naming a constant that is
@@ -49,41 +51,105 @@ func (k *coqCheck) notConstant(checkDir string) string {
 
 // declared lists the assumptions the proof declares under declared_axioms:
 // reject: every axiom of the proof's library in coqchk's context summary
-// (nested modules, functor applications, Declare Module, Variable or
-// Hypothesis outside a section, Admitted helpers), and every axiom-like
-// command of its source (functor bodies and module types hold
-// declarations the kernel's summary never lists).
+// besides the theorem (nested modules, functor applications, Declare
+// Module, Variable or Hypothesis outside a section, Admitted helpers),
+// each with the line of the declaration it comes from when the policy
+// plugin saw one, and every assumption the plugin saw declared where the
+// summary never lists it (a functor body that is never applied).
 func (k *coqCheck) declared(sum *coqchkSummary) []string {
 	var out []string
 	prefix := k.lib() + ".Proof."
+	seen := map[string]bool{}
 	for _, a := range sum.axioms {
-		if strings.HasPrefix(a, prefix) && a != k.ref() {
-			out = append(out, a)
+		if !strings.HasPrefix(a, prefix) || a == k.ref() {
+			continue
 		}
+		path := strings.Split(strings.TrimPrefix(a, prefix), ".")
+		if rec := k.declaredBy(path); rec != nil {
+			seen[recordKey(rec)] = true
+			out = append(out, fmt.Sprintf("%s (%s)", a, rec.Describe(k.lineOf)))
+			continue
+		}
+		out = append(out, a)
 	}
-	for _, f := range k.scan.declared {
-		out = append(out, f.String())
+	for i := range k.reading.Declared {
+		if rec := &k.reading.Declared[i]; !seen[recordKey(rec)] {
+			out = append(out, rec.Describe(k.lineOf))
+		}
 	}
 	return out
 }
 
-// coqCompileOutputs are the files step 1 may leave: its input and what
-// coqc writes for it. .tmp is the sandbox's TMPDIR (native_compute and
-// the OCaml toolchain write there); its contents are not read.
-var coqCompileOutputs = []string{"Proof.v", "Proof.vo", "Proof.vok", "Proof.vos", "Proof.glob", ".Proof.aux", ".tmp"}
+// declaredBy finds the record an axiom's path (below the proof's library)
+// comes from: an assumption of its name, else a Declare Module of one of
+// its modules.
+func (k *coqCheck) declaredBy(path []string) *coqpolicy.Record {
+	name := path[len(path)-1]
+	for i := range k.reading.Declared {
+		if slices.Contains(k.reading.Declared[i].Names, name) {
+			return &k.reading.Declared[i]
+		}
+	}
+	for i := range k.reading.Modules {
+		for _, m := range path[:len(path)-1] {
+			if slices.Contains(k.reading.Modules[i].Names, m) {
+				return &k.reading.Modules[i]
+			}
+		}
+	}
+	return nil
+}
 
-// unexpectedFiles lists the entries of dir (not descending) that are not
-// in allowed.
+func recordKey(r *coqpolicy.Record) string {
+	return fmt.Sprintf("%d %s %v", r.Line, r.Command, r.Names)
+}
+
+// compileOutputs are the regular files step 1 may leave in its directory:
+// its input, what coqc -noglob writes for it, the plugin's records, and
+// the caches of lia, nia, nra and psatz (fresh per check, never read back
+// from another proof). Its .tmp and .shm (the sandbox's /tmp and /dev/shm)
+// must be left empty.
+func (k *coqCheck) compileOutputs() []string {
+	out := []string{"Proof.v", "Proof.vo", "Proof.vok", "Proof.vos", ".Proof.aux",
+		".lia.cache", ".nia.cache", ".nra.cache", ".csdp.cache"}
+	if !k.blind {
+		out = append(out, k.policyRecords())
+	}
+	return out
+}
+
+// compileDirs are the directories the compile's sandbox gets (TMPDIR and
+// /dev/shm): they may exist, empty.
+var compileDirs = []string{".tmp", ".shm"}
+
+// unexpectedFiles lists, by path relative to dir, everything under dir
+// that is not one of the regular files allowed at its top or one of the
+// empty directories dirs: a file of another name or kind, anything inside
+// dirs, any other directory (and what it holds).
 func unexpectedFiles(dir string, allowed []string) ([]string, error) {
-	entries, err := os.ReadDir(dir)
+	var extra []string
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(dir, path)
+		if err != nil || rel == "." {
+			return err
+		}
+		top := !strings.Contains(rel, string(filepath.Separator))
+		switch {
+		case top && d.Type().IsRegular() && slices.Contains(allowed, rel):
+		case top && d.IsDir() && slices.Contains(compileDirs, rel):
+		default:
+			if d.IsDir() {
+				rel += "/"
+			}
+			extra = append(extra, rel)
+		}
+		return nil
+	})
 	if err != nil {
 		return nil, &InfraError{Step: "list scratch", Err: err}
-	}
-	var extra []string
-	for _, e := range entries {
-		if !slices.Contains(allowed, e.Name()) {
-			extra = append(extra, e.Name())
-		}
 	}
 	return extra, nil
 }

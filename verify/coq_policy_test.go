@@ -4,8 +4,8 @@ import (
 	"context"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -15,87 +15,6 @@ import (
 	"github.com/warrenhq/warren/messages"
 	"github.com/warrenhq/warren/sandbox"
 )
-
-func TestScanCoq(t *testing.T) {
-	t.Parallel()
-	type want struct {
-		hostIO, declared []string // "line: command"
-	}
-	tests := []struct {
-		name, src string
-		plugins   []string
-		want      want
-	}{
-		{"plain proof", "Theorem t : True.\nProof. exact I. Qed.", nil, want{}},
-		{"comment hides nothing", "(* Load \"x\". (* Redirect \"y\" Print nat. *) Cd \"/\". *) Check I.", nil, want{}},
-		{"string in a comment holds a closer", "(* \"*)\" Load x. *) Check I.", nil, want{}},
-		{"a closer inside a string in a comment does not end it", "(* \"*)\" *) Load x.", nil, want{hostIO: []string{"1: Load"}}},
-		{"string hides nothing", "Definition s := \"Load \"\"x\"\". Axiom a : False.\".", nil, want{}},
-		{"command after a string with escapes", "Definition s := \"a\"\"b\". Load x.", nil, want{hostIO: []string{"1: Load"}}},
-		{"same line as the proof", "Theorem t : True. Proof. exact I. Qed. Redirect \"f\" Print nat.", nil, want{hostIO: []string{"1: Redirect"}}},
-		{"no blank after the dot", "Qed.(* c *)Load \"x\".", nil, want{hostIO: []string{"1: Load"}}},
-		{"attributes and locality", "#[local, warnings=\"-all\"] Local Global Load \"x\".", nil, want{hostIO: []string{"1: Load"}}},
-		{"control prefixes", "Time Fail Succeed Redirect \"x\" Print Universes \"u\".", nil, want{hostIO: []string{"1: Redirect", "1: Print Universes"}}},
-		{"timeout carries a command", "Timeout 10 Load \"x\".", nil, want{hostIO: []string{"1: Timeout", "1: Load"}}},
-		{"bullets, braces, selectors", "Proof.\n- { * Cd \"/tmp\". }\n2: { Drop. }\nall: Load x.\n[H]: Add LoadPath \"/\" as X.", nil,
-			want{hostIO: []string{"2: Cd", "3: Drop", "4: Load", "5: Add LoadPath"}}},
-		{"load paths", "Add Rec LoadPath \"/\" as X. Remove LoadPath \"/\". Add ML Path \"/\".", nil,
-			want{hostIO: []string{"1: Add Rec LoadPath", "1: Remove LoadPath", "1: Add ML Path"}}},
-		{"extraction", "Require Extraction. Extraction \"f.ml\" nat. Separate Extraction nat. Recursive Extraction Library Datatypes. Set Extraction Output Directory \"/\".", nil,
-			want{hostIO: []string{"1: Extraction", "1: Separate Extraction", "1: Recursive Extraction", "1: Set Extraction"}}},
-		{"printing universes to stdout is fine", "Print Universes. Print Sorted Universes \"f\".", nil, want{hostIO: []string{"1: Print Sorted Universes"}}},
-		{"plugins", "Declare ML Module \"ok\" \"evil\".", []string{"ok"}, want{hostIO: []string{"1: Declare ML Module \"evil\""}}},
-		{"axioms anywhere", "Module M. Module Type T. Parameter p : nat. End T.\n#[local] Axiom (a : False) (b : 0 = 1).\nEnd M. Declare Module X : Typ. Conjectures c d : False.", nil,
-			want{declared: []string{"1: Parameter", "2: Axiom", "3: Declare Module", "3: Conjectures"}}},
-		{"section assumptions are discharged, others are axioms", "Section S. Variable A : Type. Context (x : A). Hypothesis h : A = A. End S.\n" +
-			"Module Type T. Hypothesis h : False. End T.\nModule F (X : T). Variables a b : nat. End F.\nModule G := F.\nContext (c : nat).\nSection S2. Module Type U. End U. Context (d : nat). End S2.", nil,
-			want{declared: []string{"2: Hypothesis", "3: Variables", "5: Context"}}},
-		{"unterminated comment", "Check I. (* Load x.", nil, want{}},
-		{"unicode", "Definition λ := 0.\u00a0Load x.", nil, want{hostIO: []string{"1: Load"}}},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			s := scanCoq(tc.src, tc.plugins)
-			got := func(fs []coqFinding) []string {
-				var out []string
-				for _, f := range fs {
-					out = append(out, strings.Join([]string{itoa(f.line), f.command}, ": "))
-				}
-				return out
-			}
-			require.Equal(t, tc.want.hostIO, got(s.hostIO), "host I/O")
-			require.Equal(t, tc.want.declared, got(s.declared), "declared axioms")
-		})
-	}
-}
-
-func TestDeclaredNames(t *testing.T) {
-	t.Parallel()
-	s := scanCoq("Axiom a b : False. Parameters (p : nat) (q r : bool).", nil)
-	require.Len(t, s.declared, 2)
-	require.Contains(t, s.declared[0].why, "a, b")
-	require.Contains(t, s.declared[1].why, "p, q, r")
-}
-
-func itoa(n int) string { return strconv.Itoa(n) }
-
-// FuzzScanCoq: the scan never panics, and text inside a comment never
-// yields a finding.
-func FuzzScanCoq(f *testing.F) {
-	for _, s := range []string{"Load x.", "(* \"*)\" *) Redirect \"a\"\"b\" Print nat.", "#[local] Axiom a : False.", "- { 1: Cd \"x\". }"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, src string) {
-		s := scanCoq(src, nil)
-		_ = findingsText(s.hostIO)
-		if !strings.Contains(src, "*)") && !strings.Contains(src, "\"") {
-			c := scanCoq("(* "+src+" *)", nil)
-			require.Empty(t, c.hostIO)
-			require.Empty(t, c.declared)
-		}
-	})
-}
 
 // teeRun records every step's argv and stdout.
 type teeRun struct {
@@ -157,24 +76,84 @@ func TestCoqTrustedStepRunsNoProofCode(t *testing.T) {
 	}
 }
 
-// TestCoqCompileWritesNoExtraFiles is the defence in depth behind the
-// scan: with the scan blind (as if it missed a command), a compile that
-// writes a file beside its outputs is still rejected.
+// blindCheck runs a check with the policy plugin off (as if it missed a
+// command): what stands behind it then decides.
+func blindCheck(t *testing.T, c *Checker, run RunFunc, p *Profile, spec *messages.VerifySpec) (*messages.Verdict, string) {
+	t.Helper()
+	host, err := c.coqHost(context.Background(), p)
+	require.NoError(t, err)
+	k := &coqCheck{p: p, spec: spec, run: run, host: host, n: nonce(), blind: true}
+	dir, err := os.MkdirTemp(c.cfg.ScratchRoot, "coq-")
+	require.NoError(t, err)
+	require.NoError(t, os.Chmod(dir, 0o711))
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	v, err := k.check(context.Background(), dir)
+	require.NoError(t, err)
+	return v, filepath.Join(dir, "compile")
+}
+
+// TestCoqCompileWritesNoExtraFiles is the check behind the plugin: with
+// the plugin blind, a compile that writes anything besides its outputs,
+// anywhere it can write (its directory, a subdirectory, its /tmp and
+// /dev/shm, a file named like an output coqc does not write under
+// -noglob), is rejected naming the path; the control shows each write
+// happened.
 func TestCoqCompileWritesNoExtraFiles(t *testing.T) {
 	requireCoq(t)
 	sb := testRunner(t)
 	c := newTestChecker(t)
 	p := testProfiles(t).Get("coq")
-	spec := &messages.VerifySpec{Theorem: "t", Statement: "True",
-		Proof: "Redirect \"leak\" Print nat.\nTheorem t : True. Proof. exact I. Qed."}
-	k := &coqCheck{p: p, spec: spec, run: sb.run, n: nonce(), scan: &coqScan{}}
-	dir, cleanup, err := c.scratch("coq-")
+	const thm = "\nTheorem t : True. Proof. exact I. Qed."
+	tests := []struct{ name, proof, path string }{
+		{"its directory", `Redirect "leak" Print nat.`, "leak.out"},
+		{"named like an output", `Print Universes "Proof.glob".`, "Proof.glob"},
+		{"its TMPDIR", `Redirect ".tmp/leak" Print nat.`, ".tmp/leak.out"},
+		{"its /tmp", `Redirect "/tmp/leak" Print nat.`, ".tmp/leak.out"},
+		{"its /dev/shm", `Redirect "/dev/shm/leak" Print nat.`, ".shm/leak.out"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			spec := &messages.VerifySpec{Theorem: "t", Statement: "True", Proof: tc.proof + thm}
+			v, dir := blindCheck(t, c, sb.run, p, spec)
+			if strings.HasPrefix(tc.proof, `Redirect "/`) && v.Reason == messages.ReasonCompileError {
+				// Landlock-only mode: /tmp and /dev/shm are not writable at all.
+				require.Contains(t, v.Messages, "ermission denied")
+				return
+			}
+			require.Equal(t, messages.ReasonDisallowedCommand, v.Reason, v.Messages)
+			require.Contains(t, v.Messages, tc.path)
+			_, err := os.Stat(filepath.Join(dir, tc.path))
+			require.NoError(t, err, "the control: the file was written")
+		})
+	}
+}
+
+// TestCoqCompileSeesNoStdlibSource: the untrusted compile reads the
+// stdlib's compiled libraries only. With the plugin blind, a Load of a
+// stdlib source fails in the sandbox; the control loads the same file
+// with plain coqc on the host and compiles.
+func TestCoqCompileSeesNoStdlibSource(t *testing.T) {
+	requireCoq(t)
+	sb := testRunner(t)
+	if !sb.isolated {
+		t.Skipf("the hidden stdlib is the sandbox's: isolation unavailable here (%s)", sb.why)
+	}
+	c := newTestChecker(t)
+	p := testProfiles(t).Get("coq")
+	host, err := c.coqHost(context.Background(), p)
 	require.NoError(t, err)
-	t.Cleanup(cleanup)
-	v, err := k.check(context.Background(), dir)
-	require.NoError(t, err)
-	require.Equal(t, messages.ReasonDisallowedCommand, v.Reason, v.Messages)
-	require.Contains(t, v.Messages, "leak.out")
-	_, err = os.Stat(filepath.Join(dir, "compile", "leak.out"))
-	require.NoError(t, err, "the control: the file was written")
+	for _, load := range []string{`Load "` + filepath.Join(host.coqlib, "theories", "Logic", "Decidable.v") + `".`, `Load Decidable.`} {
+		proof := load + "\nTheorem t : True. Proof. exact I. Qed.\n"
+		v, _ := blindCheck(t, c, sb.run, p, &messages.VerifySpec{Theorem: "t", Statement: "True", Proof: proof})
+		require.Equal(t, messages.ReasonCompileError, v.Reason, v.Messages)
+		require.Contains(t, v.Messages, "Can't find file")
+
+		dir := t.TempDir()
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "Proof.v"), []byte(proof), 0o644))
+		cmd := exec.Command(p.Coq.Coqc, "-q", "-noglob", "Proof.v")
+		cmd.Dir = dir
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "the control: %s", out)
+	}
 }

@@ -17,12 +17,17 @@
 //
 // # Coq
 //
-// First a lexer-level policy scan of the proof (no Coq runs): under the
-// profile's host_io: reject, commands that touch host files, the load path
-// or native plugins, or make the verdict depend on host speed, reject as
-// disallowed_command; declarations of axioms are noted for
-// declared_axioms: reject. Then three sandboxed steps, in fresh directories: coqc compiles the proof as
-// <Library>_<nonce>.Proof (untrusted); coqc compiles a generated file that
+// Three sandboxed steps, in fresh directories. coqc compiles the proof as
+// <Library>_<nonce>.Proof (untrusted) with Warren's policy plugin loaded
+// ahead of it (package coqpolicy): Coq's own parser hands the plugin every
+// sentence before it runs, so under the profile's host_io: reject a
+// command that touches host files, the load path or native code is
+// refused before it runs (disallowed_command), and the assumptions the
+// proof declares are recorded for declared_axioms: reject. The compile
+// reads the stdlib's compiled libraries only (coqHost: a view without
+// sources, the real directory hidden) and writes only in its directory,
+// where anything besides its outputs rejects. Then coqc compiles a
+// generated file that
 // elaborates the statement before Requiring the proof, re-enables the
 // kernel checks, resolves the theorem with Locate (it must be a constant the
 // proof declares, not a notation or alias) behind a guard that stops before

@@ -115,6 +115,11 @@ type CoqConfig struct {
 	// Library is the logical root the proof is compiled under (the proof
 	// becomes <Library>.Proof). Defaults to WarrenProof.
 	Library string `json:"library,omitempty"`
+	// Ocamlfind builds Warren's policy plugin against this Coq (the
+	// compile loads it ahead of the proof; package coqpolicy). Defaults to
+	// the ocamlfind beside Coqc, else /usr/bin/ocamlfind; the Coq
+	// development files must be installed (Debian: libcoq-core-ocaml-dev).
+	Ocamlfind string `json:"ocamlfind,omitempty"`
 	// Plugins are the native plugins (findlib names, e.g.
 	// coq-core.plugins.ltac2) a proof may load with Declare ML Module
 	// under host_io: reject. Defaults to none.
@@ -258,6 +263,12 @@ func (p *Profile) applyDefaults() {
 		c := p.Coq
 		c.Coqc = cmp.Or(c.Coqc, "/usr/bin/coqc")
 		c.Coqchk = cmp.Or(c.Coqchk, "/usr/bin/coqchk")
+		if c.Ocamlfind == "" {
+			c.Ocamlfind = "/usr/bin/ocamlfind"
+			if beside := filepath.Join(filepath.Dir(c.Coqc), "ocamlfind"); filepath.IsAbs(c.Coqc) && fileExists(beside) {
+				c.Ocamlfind = beside
+			}
+		}
 		c.Library = cmp.Or(c.Library, "WarrenProof")
 		if c.Prlimit == "" {
 			if _, err := os.Stat("/usr/bin/prlimit"); err == nil {
@@ -408,4 +419,9 @@ func (p *Profile) sandboxLimits() sandbox.Limits {
 		FileSize:  p.Limits.FileSizeBytes,
 		Disk:      p.Limits.DiskBytes,
 	}
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }

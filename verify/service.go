@@ -51,8 +51,13 @@ type Outcome struct {
 	InForce    string // isolation of the sandboxed steps; empty when none ran
 }
 
+// coqHostTimeout bounds preparing a Coq toolchain (building the policy
+// plugin, linking the stdlib view) when a Service is made.
+const coqHostTimeout = 2 * time.Minute
+
 // NewService offers the profiles of ps whose checker is installed on this
-// host; it returns the skipped ones with the reason, for the worker to log.
+// host (for Coq: whose policy plugin builds); it returns the skipped ones
+// with the reason, for the worker to log.
 // cache may be nil (every proof is checked).
 func NewService(c *Checker, ps *Profiles, cache VerdictCache) (*Service, map[string]error) {
 	s := &Service{checker: c, profiles: ps, cache: cache, prints: map[string]string{},
@@ -63,6 +68,17 @@ func NewService(c *Checker, ps *Profiles, cache VerdictCache) (*Service, map[str
 		if err := p.installed(); err != nil {
 			skipped[p.Name] = err
 			continue
+		}
+		if p.Kind == KindCoq {
+			// The policy plugin and the stdlib view: a host that cannot
+			// build them cannot check Coq proofs (fail closed, said now).
+			ctx, cancel := context.WithTimeout(context.Background(), coqHostTimeout)
+			_, err := c.coqHost(ctx, p)
+			cancel()
+			if err != nil {
+				skipped[p.Name] = fmt.Errorf("profile %s: %w", p.Name, err)
+				continue
+			}
 		}
 		fp, err := p.Fingerprint()
 		if err != nil {
@@ -203,7 +219,7 @@ func (p *Profile) installed() error {
 	case KindCoq:
 		if p.Coq != nil {
 			// /bin/sh runs steps 2 and 3 in one sandbox (trustedSteps).
-			paths = append(paths, p.Coq.Coqc, p.Coq.Coqchk, "/bin/sh")
+			paths = append(paths, p.Coq.Coqc, p.Coq.Coqchk, p.Coq.Ocamlfind, "/bin/sh")
 		}
 	case KindLeanFile, KindLeanREPL:
 		if p.Lean != nil {

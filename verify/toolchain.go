@@ -8,15 +8,18 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+
+	"github.com/warrenhq/warren/verify/coqpolicy"
 )
 
 // CheckerVersion names the decision logic of this package. Bump it with
 // any change that can turn a verdict: cached verdicts of another version
 // are never served.
-const CheckerVersion = "warren-verify/2"
+const CheckerVersion = "warren-verify/3"
 
 // Fingerprint identifies a profile's checker on this host: its kind, the
-// contents of its checker binaries (coqc and coqchk; lake, the REPL and
+// contents of its checker binaries (coqc and coqchk, and the source of the
+// Coq policy plugin; lake, the REPL and
 // warren-lean-check when given as paths), the Lean project's
 // lean-toolchain and lake-manifest.json, and every profile setting that
 // can change a verdict (the policy: limits, axioms, policies, flags,
@@ -49,6 +52,10 @@ func (p *Profile) Fingerprint() (string, error) {
 			return "", &InfraError{Step: "toolchain fingerprint", Err: err}
 		}
 		fmt.Fprintf(h, "file %q %s\n", f, sum)
+	}
+	if p.Kind == KindCoq {
+		// The policy plugin decides verdicts too.
+		fmt.Fprintf(h, "coq policy plugin %s\n", coqpolicy.SourceDigest())
 	}
 	pol, err := p.policy()
 	if err != nil {

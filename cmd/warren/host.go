@@ -233,7 +233,7 @@ func (h *host) verifier(nc *nats.Conn) (*verify.Service, error) {
 	}
 	svc, skipped := verify.NewService(checker, h.profiles, cache)
 	for name, why := range skipped {
-		h.log.Info().Str("profile", name).Str("reason", why.Error()).Msg("verify profile not offered: its checker is not installed here")
+		h.log.Info().Str("profile", name).Str("reason", why.Error()).Msg("verify profile not offered: its checker is not installed or cannot be prepared here")
 	}
 	if len(svc.Profiles()) == 0 {
 		return nil, nil

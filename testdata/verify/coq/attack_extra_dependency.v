@@ -1,0 +1,3 @@
+From Coq Extra Dependency "Init/Nat.v" as nat_source.
+Theorem add_zero : forall n : nat, n + 0 = n.
+Proof. intros n. induction n as [|n IH]; simpl; [reflexivity | rewrite IH; reflexivity]. Qed.

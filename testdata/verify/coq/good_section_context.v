@@ -1,0 +1,6 @@
+Section S.
+  Context {A : Type} (x : A).
+  Definition same := x.
+End S.
+Theorem add_zero : forall n : nat, n + 0 = n.
+Proof. intros n. induction n as [|n IH]; simpl; [reflexivity | rewrite IH; reflexivity]. Qed.

@@ -1,0 +1,4 @@
+Set Default Timeout 60.
+Timeout 60 Check I.
+Theorem add_zero : forall n : nat, n + 0 = n.
+Proof. intros n. induction n as [|n IH]; simpl; [reflexivity | rewrite IH; reflexivity]. Qed.

@@ -1,0 +1,113 @@
+package verify
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/warrenhq/warren/messages"
+	"github.com/warrenhq/warren/verify/coqpolicy"
+)
+
+// TestCoqHostView: the stdlib view holds every compiled file of the
+// library and none of its sources; checkers on one scratch root share one
+// directory (prepared concurrently, once).
+func TestCoqHostView(t *testing.T) {
+	requireCoq(t)
+	c := newTestChecker(t)
+	p := testProfiles(t).Get("coq")
+	var wg sync.WaitGroup
+	hosts := make([]*coqHost, 4)
+	errs := make([]error, 4)
+	for i := range hosts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			other, err := New(Config{ScratchRoot: c.cfg.ScratchRoot})
+			if err == nil {
+				hosts[i], errs[i] = other.coqHost(context.Background(), p)
+			} else {
+				errs[i] = err
+			}
+		}()
+	}
+	wg.Wait()
+	for i := range hosts {
+		require.NoError(t, errs[i])
+		require.Equal(t, hosts[0].dir, hosts[i].dir)
+	}
+	h := hosts[0]
+	var vo, v int
+	require.NoError(t, filepath.WalkDir(h.lib, func(path string, d fs.DirEntry, err error) error {
+		require.NoError(t, err)
+		switch {
+		case strings.HasSuffix(path, ".vo"):
+			vo++
+		case strings.HasSuffix(path, ".v"):
+			v++
+		}
+		return nil
+	}))
+	require.Zero(t, v, "sources in the view")
+	var want int
+	require.NoError(t, filepath.WalkDir(h.coqlib, func(path string, d fs.DirEntry, err error) error {
+		if strings.HasSuffix(path, ".vo") {
+			want++
+		}
+		return err
+	}))
+	require.Equal(t, want, vo)
+	require.FileExists(t, filepath.Join(h.plugin.Dir, "warren_policy.cmxs"))
+	entries, err := os.ReadDir(c.cfg.ScratchRoot)
+	require.NoError(t, err)
+	require.Len(t, entries, 1, "one shared directory, no temporary left")
+}
+
+// TestCoqProfileNotOfferedWithoutPlugin: a host that cannot build the
+// policy plugin does not offer the Coq profile, and says why.
+func TestCoqProfileNotOfferedWithoutPlugin(t *testing.T) {
+	requireCoq(t)
+	c := newTestChecker(t)
+	ps, err := ParseProfiles([]byte("profiles:\n  - name: coq-broken\n    kind: coq\n    coq: {ocamlfind: /bin/false}\n  - name: coq\n    kind: coq\n"))
+	require.NoError(t, err)
+	svc, skipped := NewService(c, ps, nil)
+	require.Equal(t, []string{"coq"}, svc.Profiles())
+	require.Contains(t, skipped, "coq-broken")
+	require.True(t, errors.Is(skipped["coq-broken"], coqpolicy.ErrBuild), "%v", skipped["coq-broken"])
+}
+
+// TestReadPolicy: a refusal names the command and its line as the task's
+// author counts it (header lines apart); records missing or without the
+// plugin's ready record are an error, never a verdict.
+func TestReadPolicy(t *testing.T) {
+	t.Parallel()
+	k := &coqCheck{n: "n1", spec: &messages.VerifySpec{Header: "Require Import Arith.\nRequire Import Lia.", Proof: "x"}}
+	write := func(t *testing.T, data string) string {
+		dir := t.TempDir()
+		if data != "" {
+			require.NoError(t, os.WriteFile(filepath.Join(dir, k.policyRecords()), []byte(data), 0o600))
+		}
+		return dir
+	}
+	v, err := k.readPolicy(write(t, `{"kind":"ready"}`+"\n"+`{"kind":"refused","line":5,"command":"Load","why":"reads a .v file from the host"}`))
+	require.NoError(t, err)
+	require.Equal(t, messages.ReasonDisallowedCommand, v.Reason)
+	require.Contains(t, v.Messages, "line 3: Load (reads a .v file from the host)")
+
+	v, err = k.readPolicy(write(t, `{"kind":"ready"}`+"\n"+`{"kind":"refused","line":2,"command":"Cd","why":"x"}`))
+	require.NoError(t, err)
+	require.Contains(t, v.Messages, "header line 2: Cd")
+
+	for _, data := range []string{"", `{"kind":"declared","line":1,"command":"Axiom","names":["a"]}`, `{"kind":"bogus"}`} {
+		_, err := k.readPolicy(write(t, data))
+		var ie *InfraError
+		require.ErrorAs(t, err, &ie, "records %q", data)
+	}
+}

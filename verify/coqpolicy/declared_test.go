@@ -1,0 +1,61 @@
+package coqpolicy
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestDeclarations: the plugin records an assumption where it is one (top
+// level, a module, a functor body, a section's Axiom, a Variable or
+// Context outside a section, Declare Instance) with the command and names
+// as Coq parsed them, and nothing where it is not (a module type's
+// parameters, a closed section's variables, Fail or Succeed, which leave
+// nothing). A Declare Module is recorded as such; coqchk's summary says
+// whether it brings axioms.
+func TestDeclarations(t *testing.T) {
+	p := testPlugin(t)
+	tests := []struct {
+		name     string
+		src      string
+		declared []string // "line: Command names"
+		modules  []string
+	}{
+		{"axiom", lines(`Axiom a b : False.`), []string{"1: Axiom a,b"}, nil},
+		{"parameters and conjecture", lines(`Parameters (p : nat) (q r : bool).`, `Conjecture c : 0 = 1.`),
+			[]string{"1: Parameter p,q,r", "2: Conjecture c"}, nil},
+		{"nested module", lines(`Module M. Module N.`, `#[local] Axiom a : False.`, `End N. End M.`), []string{"2: Axiom a"}, nil},
+		{"functor body", lines(`Module Type T. End T.`, `Module F (X : T).`, `Local Axiom a : False.`, `End F.`), []string{"3: Axiom a"}, nil},
+		{"module type parameters are an interface", lines(`Class C := c : nat.`, `Module Type U. End U.`, `Module Type T.`, `Parameter p : nat.`, `Axiom a : p = 0.`,
+			`Hypothesis h : False.`, `Declare Module X : U.`, `#[global] Declare Instance i : C.`, `End T.`), nil, nil},
+		{"section variables are discharged", lines(`Section S.`, `Variable A : Type.`, `Context (x : A).`, `Hypothesis h : A = A.`,
+			`Definition d := x.`, `End S.`), nil, nil},
+		{"an axiom in a section is an axiom", lines(`Section S.`, `Axiom a : False.`, `End S.`), []string{"2: Axiom a"}, nil},
+		{"variables outside a section", lines(`Variable v : nat.`, `Hypotheses h1 h2 : True.`, `Context (c : nat) {d : bool}.`),
+			[]string{"1: Variable v", "2: Hypothesis h1,h2", "3: Context c,d"}, nil},
+		{"Fail and Succeed leave nothing", lines(`Fail Axiom a : Flase.`, `Succeed Axiom b : False.`), nil, nil},
+		{"Declare Instance", lines(`Class C := c : nat.`, `#[global] Declare Instance i : C.`), []string{"2: Declare Instance i"}, nil},
+		{"Declare Module", lines(`Module Type T. Parameter p : nat. End T.`, `Declare Module X : T.`), nil, []string{"2: Declare Module X"}},
+		{"a proof declares nothing", lines(`Theorem t : True. Proof. exact I. Qed.`, `Lemma l : 1 = 1. Proof. reflexivity. Qed.`), nil, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			c := compile(t, p, tc.src, Policy{RejectHostIO: true}, nil)
+			require.Zero(t, c.exit, c.output)
+			require.Equal(t, tc.declared, summarize(c.reading.Declared))
+			require.Equal(t, tc.modules, summarize(c.reading.Modules))
+		})
+	}
+}
+
+func summarize(rs []Record) []string {
+	var out []string
+	for _, r := range rs {
+		out = append(out, strings.TrimSpace(itoa(r.Line)+": "+r.Command+" "+strings.Join(r.Names, ",")))
+	}
+	return out
+}
+
+func itoa(n int) string { return fmtInt(n) }
