@@ -42,6 +42,17 @@ func CheckEnvelope(t *Task, subject string, header map[string][]string) error {
 	return nil
 }
 
+// TaskSubjectBatch is the batch a task subject names:
+// warren.tasks.<pool>.<profile>.<batch>, the batch being the rest (one
+// token, or a tenant's two). ok is false for any other subject.
+func TaskSubjectBatch(subject string) (batch string, ok bool) {
+	parts := strings.SplitN(subject, ".", 5)
+	if len(parts) != 5 || parts[0]+"."+parts[1] != SubjectTasksPrefix || !ValidBatchID(parts[4]) {
+		return "", false
+	}
+	return parts[4], true
+}
+
 // TaskIdentity names a task attempt and where its events go, as far as a
 // body that may fail validation tells.
 type TaskIdentity struct {

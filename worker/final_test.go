@@ -1,8 +1,10 @@
 package worker_test
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
@@ -54,7 +56,8 @@ func TestInvalidTaskAnswersItsClient(t *testing.T) {
 		data    []byte
 		headers map[string]string
 		listen  string // where the events must come
-		id      string // the result's id
+		batch   string // the result's batch: the subject's ("fin" when empty)
+		id      string // the result's id ("seq-<stream sequence>" when empty)
 		attempt int
 		code    messages.Code
 		field   string
@@ -84,9 +87,11 @@ func TestInvalidTaskAnswersItsClient(t *testing.T) {
 			data:    body(func(m map[string]any) { m["id"], m["attempt"] = "hdratt", 2 }),
 			headers: map[string]string{messages.HeaderAttempt: "1"},
 			listen:  messages.EventSubject("fin", "hdratt"), id: "hdratt", attempt: 2, code: messages.CodeContradictory, field: "attempt"},
+		// Answered in the batch the subject names, never the body's: the
+		// body's id and reply belong to another batch, so neither is used.
 		{name: "subject batch disagrees", subject: messages.TaskSubject(messages.DefaultPool, messages.DefaultProfile, "elsewhere"),
-			data:   body(func(m map[string]any) { m["id"] = "subjbatch" }),
-			listen: messages.EventSubject("fin", "subjbatch"), id: "subjbatch", attempt: 1, code: messages.CodeContradictory, field: "batch"},
+			data:   body(func(m map[string]any) { m["id"], m["reply"] = "subjbatch", "_INBOX.subjbatch" }),
+			listen: messages.EventSubject("elsewhere", "*"), batch: "elsewhere", attempt: 1, code: messages.CodeContradictory, field: "batch"},
 		{name: "subject pool disagrees", subject: onDefault,
 			data:   body(func(m map[string]any) { m["id"], m["pool"] = "subjpool", "gpu" }),
 			listen: messages.EventSubject("fin", "subjpool"), id: "subjpool", attempt: 1, code: messages.CodeContradictory, field: "pool"},
@@ -94,7 +99,9 @@ func TestInvalidTaskAnswersItsClient(t *testing.T) {
 	logs := make([]*eventLog, len(cases))
 	for i, c := range cases {
 		logs[i] = subscribeSubject(t, b.Conn, c.listen)
-		publishMsg(t, b.JS, c.subject, c.data, c.headers)
+		seq := publishMsg(t, b.JS, c.subject, c.data, c.headers)
+		cases[i].batch = cmp.Or(c.batch, "fin")
+		cases[i].id = cmp.Or(c.id, fmt.Sprintf("seq-%d", seq))
 	}
 	results, err := b.JS.Stream(context.Background(), messages.StreamResults)
 	require.NoError(t, err)
@@ -108,7 +115,7 @@ func TestInvalidTaskAnswersItsClient(t *testing.T) {
 				require.Equal(t, c.id, e.TaskID)
 				require.Equal(t, c.attempt, e.Attempt)
 			}
-			m, err := results.GetLastMsgForSubject(context.Background(), messages.ResultSubject("fin", c.attempt, c.id))
+			m, err := results.GetLastMsgForSubject(context.Background(), messages.ResultSubject(c.batch, c.attempt, c.id))
 			require.NoError(t, err, "the result is filed under the task's own id and attempt")
 			r, err := messages.DecodeResult(m.Data)
 			require.NoError(t, err)

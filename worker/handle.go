@@ -360,7 +360,16 @@ func (w *Worker) refuse(msg jetstream.Msg, meta *jetstream.MsgMetadata, derr err
 	if !errors.As(derr, &merr) {
 		merr = &messages.Error{Code: messages.CodeMalformed, Msg: derr.Error()}
 	}
-	ident := identify(msg.Data(), msg.Headers(), msg.Subject(), meta.Sequence.Stream)
+	ident, answerable := identify(msg.Data(), msg.Headers(), msg.Subject(), meta.Sequence.Stream)
+	if !answerable {
+		// No batch the server authorised for its publisher: nobody to
+		// answer but the fleet's dead letters.
+		w.log.Warn().Str("subject", msg.Subject()).Str("code", string(merr.Code)).Str("reason", merr.Error()).Msg("refusing a task on a subject that names no batch")
+		w.deadLetter(w.redactRefused(msg.Data(), merr, meta.Sequence.Stream), msg.Headers(), "invalid", ident.Batch, ident.Attempt, ident.ID, meta.Sequence.Stream, merr.Error())
+		_ = msg.TermWithReason("invalid task: " + string(merr.Code))
+		w.done.Add(1)
+		return
+	}
 	if stored, _ := w.resultStoredFor(ident.Batch, ident.Attempt, ident.ID); stored {
 		// Another message of the attempt was answered already: like a
 		// duplicate of a valid task, this one says nothing more.
@@ -384,30 +393,38 @@ func (w *Worker) refuse(msg jetstream.Msg, meta *jetstream.MsgMetadata, derr err
 	w.done.Add(1)
 }
 
-// identify names a task whose body may not decode: from the body when it
-// names a valid id and batch (its events then go to its reply subject, if
-// that is valid), else from the headers the scheduler sets, else from the
-// subject and stream sequence, with events on the default event subject.
-func identify(data []byte, h nats.Header, subject string, seq uint64) messages.TaskIdentity {
-	if ident, ok := messages.PeekTask(data); ok {
-		return ident
+// identify names a task whose body may not decode or validate, from what
+// the server authorised: the batch is always the one its subject names
+// (warren.tasks.<pool>.<profile>.<batch>, where a tenant's batch starts
+// with the tenant's own name, which the server checked), never one its
+// body or headers claim. So an invalid task is answered (its result, its
+// events, its dead letter) only inside its publisher's batch: a body that
+// names another tenant's batch files nothing there. The id, attempt and
+// reply come from the body when it names that same batch, else the id and
+// attempt from the headers unless they name another batch, else the stream
+// sequence; events
+// go to the default event subject unless the body's reply passed the reply
+// rule for that batch. ok is false when the subject names no valid batch:
+// nothing is answered then but the dead letter.
+func identify(data []byte, h nats.Header, subject string, seq uint64) (ident messages.TaskIdentity, ok bool) {
+	batch, ok := messages.TaskSubjectBatch(subject)
+	if !ok {
+		return messages.TaskIdentity{ID: fmt.Sprintf("seq-%d", seq), Batch: "unknown", Attempt: 1}, false
 	}
-	id, batch := h.Get(messages.HeaderTaskID), h.Get(messages.HeaderBatch)
-	attempt, _ := strconv.Atoi(h.Get(messages.HeaderAttempt))
-	if !messages.ValidBatchID(batch) {
-		// warren.tasks.<pool>.<profile>.<batch...>
-		if parts := strings.SplitN(subject, ".", 5); len(parts) == 5 {
-			batch = parts[4]
+	if body, ok := messages.PeekTask(data); ok && body.Batch == batch {
+		return body, true
+	}
+	id := fmt.Sprintf("seq-%d", seq)
+	attempt := 1
+	if hb := h.Get(messages.HeaderBatch); hb == "" || hb == batch {
+		if hid := h.Get(messages.HeaderTaskID); messages.ValidID(hid) {
+			id = hid
+		}
+		if a, err := strconv.Atoi(h.Get(messages.HeaderAttempt)); err == nil && a > 0 {
+			attempt = a
 		}
 	}
-	if !messages.ValidBatchID(batch) {
-		batch = "unknown"
-	}
-	if !messages.ValidID(id) {
-		id = fmt.Sprintf("seq-%d", seq)
-	}
-	attempt = max(attempt, 1)
-	return messages.TaskIdentity{ID: id, Batch: batch, Attempt: attempt, Reply: messages.EventSubject(batch, id)}
+	return messages.TaskIdentity{ID: id, Batch: batch, Attempt: attempt, Reply: messages.EventSubject(batch, id)}, true
 }
 
 func (w *Worker) markRunning(d int64) {

@@ -241,14 +241,15 @@ func (l *eventLog) snapshot() []*messages.Event {
 }
 
 // publishMsg publishes raw task bytes on subject with the given headers.
-func publishMsg(t testing.TB, js jetstream.JetStream, subject string, data []byte, headers map[string]string) {
+func publishMsg(t testing.TB, js jetstream.JetStream, subject string, data []byte, headers map[string]string) uint64 {
 	t.Helper()
 	msg := &nats.Msg{Subject: subject, Data: data, Header: nats.Header{}}
 	for k, v := range headers {
 		msg.Header.Set(k, v)
 	}
-	_, err := js.PublishMsg(context.Background(), msg)
+	ack, err := js.PublishMsg(context.Background(), msg)
 	require.NoError(t, err)
+	return ack.Sequence
 }
 
 // consumerSettled waits until the default consumer has delivered and

@@ -230,6 +230,9 @@ func (w *Worker) handleMaxDeliveries(adv maxDeliveriesAdvisory) {
 	var ident messages.TaskIdentity
 	t, derr := messages.DecodeTask(raw.Data)
 	if derr == nil {
+		derr = messages.CheckEnvelope(t, raw.Subject, raw.Header)
+	}
+	if derr == nil {
 		// Another message of the same attempt may be running, or the claim
 		// of the worker that died not yet expired: the attempt's own result,
 		// if it comes, wins over giving up.
@@ -247,7 +250,11 @@ func (w *Worker) handleMaxDeliveries(adv maxDeliveriesAdvisory) {
 		res = w.baseResult(t, int(adv.Deliveries))
 		ident = messages.TaskIdentity{ID: t.ID, Batch: t.Batch, Attempt: t.EffectiveAttempt(), Reply: t.EffectiveReply()}
 	} else {
-		ident = identify(raw.Data, raw.Header, raw.Subject, raw.Sequence)
+		var answerable bool
+		if ident, answerable = identify(raw.Data, raw.Header, raw.Subject, raw.Sequence); !answerable {
+			w.deadLetter(raw.Data, raw.Header, "max_deliveries", ident.Batch, ident.Attempt, ident.ID, adv.StreamSeq, why)
+			return
+		}
 		res = &messages.Result{V: messages.Version, TaskID: ident.ID, Batch: ident.Batch, Attempt: ident.Attempt}
 	}
 	res.V, res.Delivery, res.Host, res.ExitCode = messages.Version, int(adv.Deliveries), w.cfg.HostID, -1

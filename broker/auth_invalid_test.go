@@ -1,0 +1,111 @@
+package broker_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+	"github.com/stretchr/testify/require"
+
+	"github.com/warrenhq/warren/broker"
+	"github.com/warrenhq/warren/messages"
+	"github.com/warrenhq/warren/sandbox"
+	"github.com/warrenhq/warren/scheduler"
+	"github.com/warrenhq/warren/worker"
+)
+
+// TestAuthInvalidTaskAnsweredOnlyInItsPublishersBatch: bob publishes, on
+// his own task subject, a malformed task whose body names alice's batch
+// and task (ahead of her, on a batch id he guessed). The worker answers it
+// in bob's batch only: no result and no event reach alice's batch, and
+// her real task then runs. The control: the same malformed body naming
+// bob's own batch is answered there, under its own id.
+func TestAuthInvalidTaskAnsweredOnlyInItsPublishersBatch(t *testing.T) {
+	f := startAuthFleet(t)
+	runner, err := sandbox.New(sandbox.Config{Isolation: sandbox.IsolationNone, AllowInsecure: true, ScratchRoot: t.TempDir()})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = runner.Close() })
+	require.NoError(t, runner.Start(context.Background()))
+	wc := f.as(t, broker.WorkerCreds)
+	w, err := worker.New(wc.nc, worker.Config{
+		HostID: "w1", Capacity: 2, Runner: runner, Isolation: []messages.Isolation{messages.IsolationNone},
+		Logger: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.ErrorLevel),
+	})
+	require.NoError(t, err)
+	require.NoError(t, w.Start(ctx10(t)))
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		_ = w.Stop(ctx)
+	})
+
+	alice, bob, admin := f.as(t, "alice.creds"), f.as(t, "bob.creds"), f.as(t, broker.AdminCreds)
+	aliceEvents, err := alice.nc.SubscribeSync(messages.SubjectEventsPrefix + ".alice.>")
+	require.NoError(t, err)
+	require.NoError(t, alice.nc.Flush())
+	bobResults := resultsOf(t, admin, "bob.b1")
+
+	forged := `{"v":1,"id":"t1","batch":"alice.b1","kind":"exec","shell":"echo forged","bogus":true}`
+	require.NoError(t, bob.nc.Publish(messages.TaskSubject("default", "default", "bob.b1"), []byte(forged)))
+	r := nextResult(t, bobResults)
+	require.Equal(t, "bob.b1", r.Batch, "answered in the publisher's batch")
+	require.Equal(t, messages.StatusInvalid, r.Status)
+	require.NotEqual(t, "t1", r.TaskID, "not under the id the body claimed for another batch")
+
+	// The control: a malformed body naming bob's own batch is answered
+	// there under its own id.
+	own := `{"v":1,"id":"t9","batch":"bob.b1","kind":"exec","shell":"echo","bogus":true}`
+	require.NoError(t, bob.nc.Publish(messages.TaskSubject("default", "default", "bob.b1"), []byte(own)))
+	r = nextResult(t, bobResults)
+	require.Equal(t, "t9", r.TaskID)
+	require.Equal(t, messages.StatusInvalid, r.Status)
+
+	_, err = aliceEvents.NextMsg(200 * time.Millisecond)
+	require.ErrorIs(t, err, nats.ErrTimeout, "an event reached alice's subjects")
+	sc, err := scheduler.New(alice.nc, scheduler.Config{APIPrefix: broker.TenantAPIPrefix, Tenant: "alice"})
+	require.NoError(t, err)
+	b, err := scheduler.NewBatch([]messages.Task{{ID: "t1", Kind: messages.KindExec, Shell: "echo mine"}}, scheduler.BatchOptions{Batch: "b1", Tenant: "alice"})
+	require.NoError(t, err)
+	_, err = sc.Publish(ctx10(t), b)
+	require.NoError(t, err)
+	var got *messages.Result
+	_, err = sc.Collect(ctx10(t), scheduler.CollectOptions{Batch: b.ID, OnResult: func(r *messages.Result) error { got = r; return nil }})
+	require.NoError(t, err)
+	require.Equal(t, messages.StatusOK, got.Status, "alice's own task ran: %+v", got)
+	require.Contains(t, got.Stdout, "mine")
+}
+
+// resultsOf reads a batch's stored results in order, as the admin.
+func resultsOf(t *testing.T, admin *client, batch string) jetstream.MessagesContext {
+	t.Helper()
+	c, err := admin.js.OrderedConsumer(ctx10(t), messages.StreamResults, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{messages.SubjectResultsPrefix + "." + batch + ".>"}})
+	require.NoError(t, err)
+	it, err := c.Messages()
+	require.NoError(t, err)
+	t.Cleanup(it.Stop)
+	return it
+}
+
+func nextResult(t *testing.T, it jetstream.MessagesContext) *messages.Result {
+	t.Helper()
+	got := make(chan jetstream.Msg, 1)
+	go func() {
+		if m, err := it.Next(); err == nil {
+			got <- m
+		}
+	}()
+	select {
+	case m := <-got:
+		var r messages.Result
+		require.NoError(t, json.Unmarshal(m.Data(), &r))
+		return &r
+	case <-time.After(15 * time.Second):
+		t.Fatal("no result stored")
+		return nil
+	}
+}
