@@ -36,7 +36,7 @@ func directCoq(b *testing.B, dir string, c corpusCase, spec *messages.VerifySpec
 	lib := "WarrenProof_direct"
 	src := spec.Proof
 	if spec.Header != "" {
-		src = spec.Header + "\n" + src
+		src = spec.Header + "\n" + strings.TrimPrefix(src, "\ufeff") // as the checker does
 	}
 	ref := lib + ".Proof." + c.Theorem
 	check := spec.Header + "\nDefinition e : Type := (" + spec.Statement + ").\nRequire " + lib + ".Proof.\n" +
