@@ -115,9 +115,8 @@ func (t *Task) validateKind() error {
 }
 
 func (v *VerifySpec) validate() error {
-	if !idPattern.MatchString(strings.ReplaceAll(v.Theorem, ".", "_")) || strings.Contains(v.Theorem, "..") ||
-		strings.HasPrefix(v.Theorem, ".") || strings.HasSuffix(v.Theorem, ".") {
-		return fieldErr(CodeInvalidField, "verify.theorem", "must be a qualified identifier of letters, digits, _ and . (got %q)", v.Theorem)
+	if !validTheorem(v.Theorem) {
+		return fieldErr(CodeInvalidField, "verify.theorem", "must be a qualified identifier: names of letters (any script), digits, _ and ', not starting with a digit or ', joined by . (got %q)", v.Theorem)
 	}
 	if strings.TrimSpace(v.Statement) == "" {
 		return fieldErr(CodeMissingField, "verify.statement", "the expected statement is required")
@@ -262,4 +261,24 @@ func checkID(field, v string) error {
 		return fieldErr(CodeInvalidField, field, "%q must be 1-%d characters of A-Z a-z 0-9 _ -", v, MaxIDBytes)
 	}
 	return nil
+}
+
+// theoremPart is one component of a theorem's qualified name, as Coq and
+// Lean read an identifier: a letter (any script) or _, then letters,
+// digits, _ and '.
+var theoremPart = NewLazyRegexp(`^[\p{L}_][\p{L}\p{N}_']*$`)
+
+// maxTheoremBytes bounds a theorem's qualified name.
+const maxTheoremBytes = 1024
+
+func validTheorem(s string) bool {
+	if s == "" || len(s) > maxTheoremBytes {
+		return false
+	}
+	for _, part := range strings.Split(s, ".") {
+		if !theoremPart.MatchString(part) {
+			return false
+		}
+	}
+	return true
 }

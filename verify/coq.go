@@ -13,7 +13,7 @@ import (
 	"github.com/warrenhq/warren/verify/coqpolicy"
 )
 
-var coqIdent = messages.NewLazyRegexp(`^[A-Za-z_][A-Za-z0-9_']*$`)
+var coqIdent = messages.NewLazyRegexp(`^[\p{L}_][\p{L}\p{N}_']*$`)
 
 // coqCheck is one Coq check in progress: three steps in two sandboxes
 // (steps 2 and 3 share one, see trustedSteps).
@@ -84,11 +84,12 @@ func (k *coqCheck) policyRecords() string { return "warren_policy_" + k.n + ".js
 // stdlib read from the compiled-only view, the real one hidden, and /tmp
 // and /dev/shm inside the directory, so the write check sees them.
 func (k *coqCheck) compileSpec(dir string) sandbox.Spec {
-	args := []string{"-q", "-noglob", "-coqlib", k.host.lib}
+	args := []string{"-q", "-noglob", "-native-compiler", "no", "-coqlib", k.host.lib}
 	var env map[string]string
 	if !k.blind {
 		args = append(args, k.host.plugin.Args()...)
-		env = coqpolicy.Policy{RejectHostIO: k.p.HostIO == HostIOReject, Plugins: k.p.Coq.Plugins, Out: k.policyRecords()}.Env()
+		env = coqpolicy.Policy{RejectHostIO: k.p.HostIO == HostIOReject, Plugins: k.p.Coq.Plugins, Out: k.policyRecords(),
+			HeaderLines: k.headerLines()}.Env()
 	}
 	args = append(args, "-Q", ".", k.lib(), "Proof.v")
 	return sandbox.Spec{
@@ -197,6 +198,14 @@ func (k *coqCheck) readPolicy(dir string) (*messages.Verdict, error) {
 		return nil, &InfraError{Step: "coq policy plugin", Err: errors.New("the compile ran without the policy plugin")}
 	}
 	k.reading = r
+	if len(r.Header) > 0 {
+		var what []string
+		for _, h := range r.Header {
+			what = append(what, fmt.Sprintf("header line %d: %s", h.Line, h.Command))
+		}
+		return nil, &StatementError{Msg: "the header declares what is made anew each time it is compiled, so the statement (checked with its own copy of the header) can never name the proof's:\n" +
+			strings.Join(what, "\n") + "\na header may Require, Import, open scopes and make transparent definitions; put inductive types, records and opaque lemmas in a library on the profile's load path"}
+	}
 	if r.Refused != nil {
 		return reject(messages.ReasonDisallowedCommand,
 			"the proof uses a command the profile forbids (host_io: reject):\n"+r.Refused.Describe(k.lineOf)), nil
@@ -204,13 +213,18 @@ func (k *coqCheck) readPolicy(dir string) (*messages.Verdict, error) {
 	return nil, nil
 }
 
+// headerLines is how many lines of the compiled file are the header.
+func (k *coqCheck) headerLines() int {
+	if k.spec.Header == "" {
+		return 0
+	}
+	return strings.Count(k.spec.Header, "\n") + 1
+}
+
 // lineOf names a line of the compiled file (header, then proof) as the
 // task's author sees it.
 func (k *coqCheck) lineOf(n int) string {
-	h := 0
-	if k.spec.Header != "" {
-		h = strings.Count(k.spec.Header, "\n") + 1
-	}
+	h := k.headerLines()
 	if n <= h {
 		return fmt.Sprintf("header line %d", n)
 	}

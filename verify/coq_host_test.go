@@ -111,3 +111,41 @@ func TestReadPolicy(t *testing.T) {
 		require.ErrorAs(t, err, &ie, "records %q", data)
 	}
 }
+
+// TestCoqHeaderMustNotBeGenerative: a header declaring an inductive type,
+// a record or an opaque constant makes the task invalid (a
+// StatementError naming the line), because the statement is checked
+// with its own copy of the header and could never match the proof's;
+// the control, a header of Requires, scopes and transparent definitions,
+// is accepted.
+func TestCoqHeaderMustNotBeGenerative(t *testing.T) {
+	requireCoq(t)
+	sb := testRunner(t)
+	c := newTestChecker(t)
+	p := testProfiles(t).Get("coq")
+	tests := []struct{ name, header, theorem, statement, proof, want string }{
+		{"inductive", "Inductive color := Red | Green.", "all_colors", "forall c : color, c = Red \\/ c = Green",
+			"Theorem all_colors : forall c : color, c = Red \\/ c = Green.\nProof. destruct c; auto. Qed.", "header line 1: an inductive type or record"},
+		{"record", "Require Import Arith.\nRecord point := { px : nat; py : nat }.", "pt", "forall p : point, p = {| px := px p; py := py p |}",
+			"Theorem pt : forall p : point, p = {| px := px p; py := py p |}.\nProof. destruct p; reflexivity. Qed.", "header line 2: an inductive type or record"},
+		{"opaque", "Definition k : nat.\nProof. exact 3. Qed.", "kk", "k = k", "Theorem kk : k = k.\nProof. reflexivity. Qed.",
+			"header line 2: an opaque constant (Qed)"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			_, _, err := c.Check(context.Background(), sb.run, p, &messages.VerifySpec{Theorem: tc.theorem, Statement: tc.statement, Header: tc.header, Proof: tc.proof})
+			var se *StatementError
+			require.ErrorAs(t, err, &se)
+			require.Contains(t, se.Msg, tc.want)
+		})
+	}
+	t.Run("control", func(t *testing.T) {
+		t.Parallel()
+		v, _, err := c.Check(context.Background(), sb.run, p, &messages.VerifySpec{Theorem: "kk", Statement: "k + 0 = k",
+			Header: "Require Import Arith.\nOpen Scope nat_scope.\nDefinition k := 3.\nDefinition t : nat. Proof. exact 3. Defined.",
+			Proof:  "Theorem kk : k + 0 = k.\nProof. reflexivity. Qed."})
+		require.NoError(t, err)
+		require.True(t, v.Accepted, "%+v", v)
+	})
+}

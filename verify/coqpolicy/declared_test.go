@@ -37,6 +37,16 @@ func TestDeclarations(t *testing.T) {
 		{"Fail and Succeed leave nothing", lines(`Fail Axiom a : Flase.`, `Succeed Axiom b : False.`), nil, nil},
 		{"Declare Instance", lines(`Class C := c : nat.`, `#[global] Declare Instance i : C.`), []string{"2: Declare Instance i"}, nil},
 		{"Declare Module", lines(`Module Type T. Parameter p : nat. End T.`, `Declare Module X : T.`), nil, []string{"2: Declare Module X"}},
+		{"an unapplied functor's body", lines(`Module Type T. Parameter p : False. End T.`, `Module Type E. End E.`, `Module F (X : E).`,
+			`Declare Module M : T.`, `Include T.`, `Lemma junk : False. Admitted.`, `End F.`),
+			[]string{"4: Declare Module in a functor M", "5: Include of a module type in a functor T", "6: Admitted in a functor"}, nil},
+		{"Admit Obligations in a functor", lines(`Require Import Program.`, `Module Type E. End E.`, `Module F (X : E).`,
+			`Program Definition bad : {n : nat | n = 1} := 0.`, `Admit Obligations.`, `End F.`),
+			[]string{"5: Admit Obligations in a functor"}, nil},
+		{"a functor including its parameter declares nothing", lines(`Module Type T. Parameter p : nat. End T.`, `Module F (X : T).`,
+			`Include X.`, `End F.`), nil, nil},
+		{"the same outside a functor is left to coqchk", lines(`Module Type T. Parameter p : False. End T.`, `Module M.`,
+			`Declare Module N : T.`, `Include T.`, `Lemma junk : False. Admitted.`, `End M.`), nil, []string{"3: Declare Module N"}},
 		{"a proof declares nothing", lines(`Theorem t : True. Proof. exact I. Qed.`, `Lemma l : 1 = 1. Proof. reflexivity. Qed.`), nil, nil},
 	}
 	for _, tc := range tests {
@@ -59,3 +69,24 @@ func summarize(rs []Record) []string {
 }
 
 func itoa(n int) string { return fmtInt(n) }
+
+// TestHeaderDeclarations: what the header makes anew each time it is
+// compiled (an inductive, a record, a module, an opaque constant, an
+// assumption) is recorded with its line; transparent definitions,
+// Require, Import and scopes are not; the same commands in the proof
+// (after the header's lines) are not header records.
+func TestHeaderDeclarations(t *testing.T) {
+	p := testPlugin(t)
+	header := lines(`Require Import Arith.`, `Open Scope nat_scope.`, `Definition k := 3.`, `Inductive color := Red | Green.`,
+		`Record pt := { x : nat }.`, `Definition o : nat. Proof. exact 3. Qed.`, `Definition t : nat. Proof. exact 3. Defined.`,
+		`Module M. End M.`, `Parameter q : nat.`)
+	proof := lines(`Inductive shade := Dark.`, `Lemma l : True. Proof. exact I. Qed.`)
+	c := compile(t, p, header+proof, Policy{RejectHostIO: true, HeaderLines: 9}, nil)
+	require.Zero(t, c.exit, c.output)
+	var got []string
+	for _, h := range c.reading.Header {
+		got = append(got, itoa(h.Line)+": "+h.Command)
+	}
+	require.Equal(t, []string{"4: an inductive type or record", "5: an inductive type or record", "6: an opaque constant (Qed)",
+		"8: a module", "9: an assumption"}, got)
+}

@@ -85,6 +85,7 @@ var hostIOCases = []hostIOCase{
 		command: "Recursive Extraction Library", line: 2, effect: "Datatypes.ml"},
 	{name: "Extraction TestCompile", src: lines(`Require Extraction.`, `Definition d := 1.`, `Extraction TestCompile d.`), command: "Extraction TestCompile", line: 3},
 	{name: "NativeCompute profiling", src: lines(`Set NativeCompute Profiling.`), command: "Set NativeCompute Profiling", line: 1},
+	{name: "Locate File", src: lines(`Succeed Locate File "/etc/passwd".`), command: "Locate File", line: 1},
 	{name: "Extra Dependency", src: lines(`From Top Extra Dependency "x.v".`), files: map[string]string{"x.v": ""}, command: "Extra Dependency", line: 1},
 }
 

@@ -1,6 +1,9 @@
 package coqpolicy
 
-import "strings"
+import (
+	"strconv"
+	"strings"
+)
 
 // Policy configures the plugin for one compile.
 type Policy struct {
@@ -12,6 +15,9 @@ type Policy struct {
 	// Out is the record file, as the compile sees it: created by the
 	// plugin (O_EXCL), so it must not exist.
 	Out string
+	// HeaderLines is how many lines of the compiled file are the task's
+	// header (0: none).
+	HeaderLines int
 }
 
 // Env is the plugin's configuration as environment variables for the
@@ -20,6 +26,9 @@ func (p Policy) Env() map[string]string {
 	env := map[string]string{"WARREN_COQ_POLICY_OUT": p.Out}
 	if p.RejectHostIO {
 		env["WARREN_COQ_POLICY_HOST_IO"] = "reject"
+	}
+	if p.HeaderLines > 0 {
+		env["WARREN_COQ_POLICY_HEADER_LINES"] = strconv.Itoa(p.HeaderLines)
 	}
 	if len(p.Plugins) > 0 {
 		env["WARREN_COQ_POLICY_PLUGINS"] = strings.Join(p.Plugins, ",")

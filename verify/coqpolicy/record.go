@@ -24,6 +24,11 @@ const (
 	// KindModule: a Declare Module outside a module type (its fields are
 	// axioms when its type has parameters; coqchk's summary says which).
 	KindModule Kind = "module"
+	// KindHeader: the task's header declares something made anew each
+	// time it is compiled (an inductive type, a module, an opaque
+	// constant, an assumption), so the statement, elaborated with its own
+	// copy of the header, can never name the proof's: the task is invalid.
+	KindHeader Kind = "header"
 )
 
 // Record is one line of the plugin's record file.
@@ -50,6 +55,8 @@ type Reading struct {
 	Declared []Record
 	// Modules are its Declare Module commands.
 	Modules []Record
+	// Header are the header's generative or opaque declarations.
+	Header []Record
 }
 
 // maxRecordLine bounds one record (a declaration's names included).
@@ -97,6 +104,8 @@ func (r *Reading) add(rec Record) error {
 		r.Declared = append(r.Declared, rec)
 	case KindModule:
 		r.Modules = append(r.Modules, rec)
+	case KindHeader:
+		r.Header = append(r.Header, rec)
 	default:
 		return fmt.Errorf("unknown kind %q", rec.Kind)
 	}

@@ -12,6 +12,8 @@
      WARREN_COQ_POLICY_HOST_IO  "reject" refuses host I/O commands
      WARREN_COQ_POLICY_PLUGINS  native plugins Declare ML Module may name,
                                 separated by commas
+     WARREN_COQ_POLICY_HEADER_LINES  how many lines of the file are the
+                                task's header (0: none)
    Records are JSON lines:
      {"kind":"ready"}                                     the hook is set
      {"kind":"refused","line":L,"command":C,"why":W}      host_io: reject
@@ -19,6 +21,14 @@
         proof declares outside a section and a module type, not under Fail
         or Succeed (which leave nothing)
      {"kind":"module","line":L,"names":[..]}               Declare Module
+     {"kind":"header","line":L,"command":C}   the header declares what is
+        made anew each time it is compiled (an inductive type, a module,
+        an opaque constant, an assumption): the statement, elaborated with
+        its own copy of the header, could never match
+   Inside the body of a functor (a module with parameters, not a module
+   type), what becomes an assumption when the functor is applied is a
+   declaration too: Declare Module, Include of a module type, Admitted,
+   Admit Obligations (coqchk's summary never lists an unapplied functor).
    A refused command raises before it runs, so coqc stops there. *)
 
 open Vernacexpr
@@ -48,6 +58,11 @@ let out =
       with Sys_error e -> fail_config ("cannot create the record file: " ^ e))
 
 let host_io_reject = Sys.getenv_opt "WARREN_COQ_POLICY_HOST_IO" = Some "reject"
+
+let header_lines =
+  match Sys.getenv_opt "WARREN_COQ_POLICY_HEADER_LINES" with
+  | Some s -> ( try int_of_string s with Failure _ -> fail_config "WARREN_COQ_POLICY_HEADER_LINES is not a number")
+  | None -> 0
 
 let allowed_plugins =
   match Sys.getenv_opt "WARREN_COQ_POLICY_PLUGINS" with
@@ -101,6 +116,8 @@ let host_io expr =
         l
   | VernacPrint (PrintUniverses (_, _, Some _)) ->
       [ ("Print Universes to a file", "writes the universe graph to a file") ]
+  | VernacLocate (LocateFile _) ->
+      [ ("Locate File", "tells whether a host file exists (under Fail or Succeed, the verdict would depend on it)") ]
   | VernacSetOption (_, ("NativeCompute" :: _ as name), _) ->
       [ ("Set " ^ String.concat " " name, "makes native_compute write profiling files") ]
   | VernacExtend (("Extraction", 2), _) -> [ ("Extraction \"file\"", "writes the extracted code to a file") ]
@@ -143,6 +160,25 @@ let assumption_word = function
 let counts ~discharged control =
   (not (discards control)) && (not (Lib.is_modtype ())) && not (discharged && Global.sections_are_opened ())
 
+(* Inside the body of a functor: an enclosing module (not a module type)
+   has parameters. *)
+let in_functor_body () =
+  let env = Global.safe_env () in
+  let params = Safe_typing.module_num_parameters env and modtypes = Safe_typing.module_is_modtype env in
+  (not (Lib.is_modtype ()))
+  && List.length params = List.length modtypes
+  && List.exists2 (fun n is_modtype -> n > 0 && not is_modtype) params modtypes
+
+let names_of_module_type (m : Constrexpr.module_ast) =
+  match m.CAst.v with
+  | Constrexpr.CMident qid -> (
+      try
+        ignore (Nametab.locate_modtype qid);
+        Some (Libnames.string_of_qualid qid)
+      with Not_found -> None)
+  | Constrexpr.CMwith _ -> Some "a module type"
+  | Constrexpr.CMapply _ -> None
+
 let declarations line control expr =
   match expr with
   | VernacAssumption (((d, _) as kind), _, items) when counts ~discharged:(d = DoDischarge) control ->
@@ -150,9 +186,38 @@ let declarations line control expr =
   | VernacContext bs when counts ~discharged:true control -> record_names "declared" line "Context" (binder_names bs)
   | VernacDeclareInstance ((id, _), _, _, _) when counts ~discharged:false control ->
       record_names "declared" line "Declare Instance" [ Names.Id.to_string id.CAst.v ]
+  | VernacDeclareModule (_, id, _, _) when (not (discards control)) && in_functor_body () ->
+      record_names "declared" line "Declare Module in a functor" [ Names.Id.to_string id.CAst.v ]
   | VernacDeclareModule (_, id, _, _) when (not (discards control)) && not (Lib.is_modtype ()) ->
       record_names "module" line "Declare Module" [ Names.Id.to_string id.CAst.v ]
+  | VernacInclude mods when (not (discards control)) && in_functor_body () -> (
+      match List.filter_map (fun (m, _) -> names_of_module_type m) mods with
+      | [] -> ()
+      | types -> record_names "declared" line "Include of a module type in a functor" types)
+  | VernacEndProof Admitted when (not (discards control)) && in_functor_body () ->
+      record_names "declared" line "Admitted in a functor" []
+  | VernacExtend (("Admit_Obligations", _), _) when (not (discards control)) && in_functor_body () ->
+      record_names "declared" line "Admit Obligations in a functor" []
   | _ -> ()
+
+(* What the header makes anew each time it is compiled: generative
+   (inductive types, modules, assumptions) or opaque (a proof ended with
+   Qed or Admitted, a Proof term). *)
+let header_generative expr =
+  match expr with
+  | VernacInductive _ -> Some "an inductive type or record"
+  | VernacAssumption _ | VernacDeclareInstance _ | VernacContext _ -> Some "an assumption"
+  | VernacDefineModule _ | VernacDeclareModule _ -> Some "a module"
+  | VernacEndProof (Proved (Opaque, _)) | VernacExactProof _ -> Some "an opaque constant (Qed)"
+  | VernacEndProof Admitted -> Some "an assumption (Admitted)"
+  | _ -> None
+
+let header_check line control expr =
+  if line > 0 && line <= header_lines && not (discards control) then
+    match header_generative expr with
+    | Some what ->
+        emit [ "\"kind\":\"header\""; "\"line\":" ^ string_of_int line; "\"command\":" ^ json_string what ]
+    | None -> ()
 
 let check (ast : vernac_control) _ =
   let loc = ast.CAst.loc in
@@ -161,6 +226,7 @@ let check (ast : vernac_control) _ =
      match control_io control @ host_io expr with
      | (command, why) :: _ -> refuse ?loc command why
      | [] -> ());
+  header_check (line_of loc) control expr;
   declarations (line_of loc) control expr
 
 let () =

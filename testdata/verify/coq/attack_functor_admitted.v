@@ -1,0 +1,11 @@
+Module Type EMPTY. End EMPTY.
+Module F (X : EMPTY).
+  Lemma junk : False.
+  Admitted.
+End F.
+Theorem add_zero : forall n : nat, n + 0 = n.
+Proof.
+  intros n. induction n as [|n IH]; simpl.
+  - reflexivity.
+  - rewrite IH. reflexivity.
+Qed.
