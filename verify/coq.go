@@ -152,12 +152,12 @@ func (k *coqCheck) check(ctx context.Context, dir string) (*messages.Verdict, er
 		return reject(messages.ReasonCompileError, "the compiled proof cannot be loaded on its own:\n"+step2.output()), nil
 	}
 	if msg := k.notConstant(checkDir); msg != "" {
-		return reject(messages.ReasonStatementMismatch, msg), nil
+		return reject(messages.ReasonStatementMismatch, msg+k.headerHint()), nil
 	}
 	assumptions, err := readResult(checkDir, k.file("assumptions")+".out", 1<<20)
 	if step2.res.ExitCode != 0 || err != nil {
 		return reject(messages.ReasonStatementMismatch,
-			fmt.Sprintf("%s.Proof.%s is missing or does not have the expected type\n%s", k.lib(), k.spec.Theorem, step2.output())), nil
+			fmt.Sprintf("%s.Proof.%s is missing or does not have the expected type\n%s%s", k.lib(), k.spec.Theorem, step2.output(), k.headerHint())), nil
 	}
 	used, err := parsePrintAssumptions(string(assumptions))
 	if err != nil {
@@ -198,19 +198,30 @@ func (k *coqCheck) readPolicy(dir string) (*messages.Verdict, error) {
 		return nil, &InfraError{Step: "coq policy plugin", Err: errors.New("the compile ran without the policy plugin")}
 	}
 	k.reading = r
-	if len(r.Header) > 0 {
-		var what []string
-		for _, h := range r.Header {
-			what = append(what, fmt.Sprintf("header line %d: %s", h.Line, h.Command))
-		}
-		return nil, &StatementError{Msg: "the header declares what is made anew each time it is compiled, so the statement (checked with its own copy of the header) can never name the proof's:\n" +
-			strings.Join(what, "\n") + "\na header may Require, Import, open scopes and make transparent definitions; put inductive types, records and opaque lemmas in a library on the profile's load path"}
-	}
 	if r.Refused != nil {
 		return reject(messages.ReasonDisallowedCommand,
 			"the proof uses a command the profile forbids (host_io: reject):\n"+r.Refused.Describe(k.lineOf)), nil
 	}
 	return nil, nil
+}
+
+// headerHint explains a statement mismatch that the task's header may
+// make certain: the header is compiled twice (before the proof, and alone
+// before the statement), so what it declares anew each time (an inductive
+// type, a record, a module, an opaque constant, an assumption) exists in
+// two copies that never match; a statement naming one can be proven by no
+// proof. Empty when the header declares none.
+func (k *coqCheck) headerHint() string {
+	if len(k.reading.Header) == 0 {
+		return ""
+	}
+	var what []string
+	for _, h := range k.reading.Header {
+		what = append(what, fmt.Sprintf("header line %d: %s", h.Line, h.Command))
+	}
+	return "\nnote: the task's header declares what is made anew each time it is compiled (" + strings.Join(what, "; ") +
+		"): the statement is checked with its own copy of the header, so if it names one of these, no proof can match; " +
+		"a header may Require, Import, open scopes and make transparent definitions; put the rest in a library on the profile's load path"
 }
 
 // headerLines is how many lines of the compiled file are the header.
