@@ -56,7 +56,9 @@ func apply(ctx context.Context, js jetstream.JetStream, c StreamConfig, r resour
 		case "max_age":
 			set = overridden(c.MaxAge, r.name(), isStream)
 		case "max_bytes":
-			set = overridden(c.MaxBytes, r.name(), isStream)
+			set = r.quota || overridden(c.MaxBytes, r.name(), isStream)
+		case "max_msgs", "max_consumers":
+			set = r.quota
 		}
 		if set {
 			f.set(&target, &want)

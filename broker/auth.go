@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -45,6 +46,9 @@ type Principal struct {
 	PublicKey string    `json:"public_key"`     // user nkey
 	CreatedAt time.Time `json:"created_at"`
 	RevokedAt time.Time `json:"revoked_at,omitzero"`
+	// Quota bounds a submitter tenant (nil: the defaults,
+	// messages.DefaultTenantQuota).
+	Quota *messages.TenantQuota `json:"quota,omitempty"`
 }
 
 // Revoked reports whether the principal was revoked.
@@ -211,6 +215,37 @@ func (d *AuthDir) AddSubmitter(name string) (string, error) {
 	return path, d.Save()
 }
 
+// SetQuota sets tenant name's quota (the fields q sets; zero fields take
+// the defaults). SetupTenants then applies it on the broker.
+func (d *AuthDir) SetQuota(name string, q messages.TenantQuota) error {
+	if err := q.Validate(); err != nil {
+		return err
+	}
+	p := d.find(name)
+	if p == nil || p.Role != RoleSubmitter {
+		return fmt.Errorf("auth: no tenant %q (warren auth ls lists them)", name)
+	}
+	p.Quota = &q
+	return d.Save()
+}
+
+// Tenants are the active submitter tenants with their quotas, as
+// SetupTenants takes them.
+func (d *AuthDir) Tenants() []Tenant {
+	var out []Tenant
+	for _, p := range d.State.Principals {
+		if p.Role != RoleSubmitter || p.Revoked() {
+			continue
+		}
+		t := Tenant{Name: p.Tenant()}
+		if p.Quota != nil {
+			t.Quota = *p.Quota
+		}
+		out = append(out, t)
+	}
+	return out
+}
+
 // AddWorker adds worker credentials name for pool (DIR/name.creds) and
 // the pool's curve key if it has none yet.
 func (d *AuthDir) AddWorker(name, pool string) (string, error) {
@@ -317,7 +352,15 @@ func (d *AuthDir) Save() error {
 	if err := writeAtomic(filepath.Join(d.Dir, AuthStateFile), append(data, '\n'), 0o600); err != nil {
 		return err
 	}
-	return writeAtomic(d.ServerConf(), []byte(ServerConfig(d.State)), 0o600)
+	// The server reloads its configuration when the file changes, and a
+	// reload briefly leaves JetStream requests of every account without a
+	// responder: a change that leaves the configuration as it was (a
+	// quota) must not touch it.
+	conf := []byte(ServerConfig(d.State))
+	if old, err := os.ReadFile(d.ServerConf()); err == nil && bytes.Equal(old, conf) {
+		return nil
+	}
+	return writeAtomic(d.ServerConf(), conf, 0o600)
 }
 
 // ServerConf is the path of the generated nats-server configuration.

@@ -1,21 +1,17 @@
 package broker_test
 
 import (
-	"context"
 	"encoding/json"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
 
 	"github.com/warrenhq/warren/broker"
 	"github.com/warrenhq/warren/messages"
-	"github.com/warrenhq/warren/sandbox"
 	"github.com/warrenhq/warren/scheduler"
-	"github.com/warrenhq/warren/worker"
 )
 
 // TestAuthInvalidTaskAnsweredOnlyInItsPublishersBatch: bob publishes, on
@@ -26,22 +22,7 @@ import (
 // bob's own batch is answered there, under its own id.
 func TestAuthInvalidTaskAnsweredOnlyInItsPublishersBatch(t *testing.T) {
 	f := startAuthFleet(t)
-	runner, err := sandbox.New(sandbox.Config{Isolation: sandbox.IsolationNone, AllowInsecure: true, ScratchRoot: t.TempDir()})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = runner.Close() })
-	require.NoError(t, runner.Start(context.Background()))
-	wc := f.as(t, broker.WorkerCreds)
-	w, err := worker.New(wc.nc, worker.Config{
-		HostID: "w1", Capacity: 2, Runner: runner, Isolation: []messages.Isolation{messages.IsolationNone},
-		Logger: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.ErrorLevel),
-	})
-	require.NoError(t, err)
-	require.NoError(t, w.Start(ctx10(t)))
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
-		_ = w.Stop(ctx)
-	})
+	startTenantWorker(t, f)
 
 	alice, bob, admin := f.as(t, "alice.creds"), f.as(t, "bob.creds"), f.as(t, broker.AdminCreds)
 	aliceEvents, err := alice.nc.SubscribeSync(messages.SubjectEventsPrefix + ".alice.>")
@@ -82,7 +63,7 @@ func TestAuthInvalidTaskAnsweredOnlyInItsPublishersBatch(t *testing.T) {
 // resultsOf reads a batch's stored results in order, as the admin.
 func resultsOf(t *testing.T, admin *client, batch string) jetstream.MessagesContext {
 	t.Helper()
-	c, err := admin.js.OrderedConsumer(ctx10(t), messages.StreamResults, jetstream.OrderedConsumerConfig{
+	c, err := admin.js.OrderedConsumer(ctx10(t), messages.NamespaceOf(batch).Results(), jetstream.OrderedConsumerConfig{
 		FilterSubjects: []string{messages.SubjectResultsPrefix + "." + batch + ".>"}})
 	require.NoError(t, err)
 	it, err := c.Messages()

@@ -44,6 +44,8 @@ func startAuthFleet(t testing.TB) *authFleet {
 	f := &authFleet{dir: d, srv: srv, url: srv.ClientURL()}
 	admin := f.as(t, broker.AdminCreds)
 	require.NoError(t, broker.Setup(ctx, admin.js, broker.StreamConfig{}))
+	_, err = broker.SetupTenants(ctx, admin.js, broker.StreamConfig{}, d.Tenants(), false)
+	require.NoError(t, err)
 	_, err = broker.EnsureConsumer(ctx, admin.js, messages.DefaultPool, messages.DefaultProfile, broker.ConsumerConfig{})
 	require.NoError(t, err)
 	return f
@@ -156,11 +158,14 @@ func TestAuthTenantsCannotTouchEachOther(t *testing.T) {
 	taskSubj := messages.TaskSubject(messages.DefaultPool, messages.DefaultProfile, "alice.b1")
 	resSubj := messages.ResultSubject("alice.b1", 1, "t1")
 
+	aliceNS := messages.Namespace{Tenant: "alice"}
+
 	// Controls that also seed the state: alice publishes a task, the
-	// worker pulls it and stores its result and an event.
+	// worker pulls it from her own task stream and stores its result and
+	// an event.
 	_, err := alice.js.Publish(ctx10(t), taskSubj, []byte(`{"id":"t1"}`))
 	require.NoError(t, err, "a tenant publishes its own tasks")
-	cons, err := worker.js.Consumer(ctx10(t), messages.StreamTasks, messages.ConsumerName(messages.DefaultPool, messages.DefaultProfile))
+	cons, err := broker.EnsureTaskConsumer(ctx10(t), worker.js, aliceNS, messages.DefaultPool, messages.DefaultProfile, broker.ConsumerConfig{})
 	require.NoError(t, err)
 	batch, err := cons.Fetch(1, jetstream.FetchMaxWait(5*time.Second))
 	require.NoError(t, err)
@@ -181,17 +186,17 @@ func TestAuthTenantsCannotTouchEachOther(t *testing.T) {
 
 	t.Run("read another tenant's results", func(t *testing.T) {
 		go func() {
-			_, _ = bob.js.OrderedConsumer(ctx10(t), messages.StreamResults, jetstream.OrderedConsumerConfig{FilterSubjects: []string{messages.BatchResultFilter("alice.b1", 1)}})
+			_, _ = bob.js.OrderedConsumer(ctx10(t), aliceNS.Results(), jetstream.OrderedConsumerConfig{FilterSubjects: []string{messages.BatchResultFilter("alice.b1", 1)}})
 		}()
-		bob.refused(t, "$WJS.API.CONSUMER.CREATE.WARREN_RESULTS.")
-		_ = bob.nc.Publish("$WJS.API.DIRECT.GET.WARREN_RESULTS."+resSubj, nil)
-		bob.refused(t, "$WJS.API.DIRECT.GET.WARREN_RESULTS.warren.results.alice")
-		s, err := alice.js.Stream(ctx10(t), messages.StreamResults)
+		bob.refused(t, "$WJS.API.CONSUMER.CREATE.WARREN_RESULTS_alice.")
+		_ = bob.nc.Publish("$WJS.API.DIRECT.GET."+aliceNS.Results()+"."+resSubj, nil)
+		bob.refused(t, "$WJS.API.DIRECT.GET.WARREN_RESULTS_alice.warren.results.alice")
+		s, err := alice.js.Stream(ctx10(t), aliceNS.Results())
 		require.NoError(t, err)
 		m, err := s.GetLastMsgForSubject(ctx10(t), resSubj)
 		require.NoError(t, err, "the owner reads its result")
 		require.Equal(t, `{"status":"ok"}`, string(m.Data))
-		oc, err := alice.js.OrderedConsumer(ctx10(t), messages.StreamResults, jetstream.OrderedConsumerConfig{FilterSubjects: []string{messages.BatchResultFilter("alice.b1", 1)}})
+		oc, err := alice.js.OrderedConsumer(ctx10(t), aliceNS.Results(), jetstream.OrderedConsumerConfig{FilterSubjects: []string{messages.BatchResultFilter("alice.b1", 1)}})
 		require.NoError(t, err)
 		got, err := oc.Next(jetstream.FetchMaxWait(5 * time.Second))
 		require.NoError(t, err, "the owner consumes its results")
@@ -211,13 +216,13 @@ func TestAuthTenantsCannotTouchEachOther(t *testing.T) {
 	})
 	t.Run("cancel another tenant's batch", func(t *testing.T) {
 		key := messages.CancelKey("alice.b1", 1, "")
-		require.NoError(t, bob.nc.Publish("$WJS.API.$KV."+messages.BucketCancel+"."+key, []byte(`{}`)))
-		bob.refused(t, "$KV.warren_cancel.alice")
-		kv, err := alice.js.KeyValue(ctx10(t), messages.BucketCancel)
+		require.NoError(t, bob.nc.Publish("$WJS.API.$KV."+aliceNS.Cancel()+"."+key, []byte(`{}`)))
+		bob.refused(t, "$KV.warren_cancel_alice")
+		kv, err := alice.js.KeyValue(ctx10(t), aliceNS.Cancel())
 		require.NoError(t, err)
 		_, err = kv.Put(ctx10(t), key, []byte(`{"reason":"mine"}`))
 		require.NoError(t, err, "the owner cancels its batch")
-		akv, err := admin.js.KeyValue(ctx10(t), messages.BucketCancel)
+		akv, err := admin.js.KeyValue(ctx10(t), aliceNS.Cancel())
 		require.NoError(t, err)
 		e, err := akv.Get(ctx10(t), key)
 		require.NoError(t, err)
@@ -274,7 +279,7 @@ func TestAuthTenantsCannotTouchEachOther(t *testing.T) {
 		require.NoError(t, bob.nc.PublishRequest(own, forged, []byte(`{"id":"x"}`)))
 		_, err := bob.js.Publish(ctx10(t), own, []byte(`{"id":"y"}`)) // ordered after the first
 		require.NoError(t, err)
-		s, err := admin.js.Stream(ctx10(t), messages.StreamResults)
+		s, err := admin.js.Stream(ctx10(t), aliceNS.Results())
 		require.NoError(t, err)
 		_, err = s.GetLastMsgForSubject(ctx10(t), forged)
 		require.ErrorIs(t, err, jetstream.ErrMsgNotFound, "nothing landed on another tenant's result subject")

@@ -13,46 +13,51 @@ import (
 // batch, and the server can match it:
 //
 //	warren.tasks.<pool>.<profile>.<tenant>.<name>  token 5
-//	warren.results.<tenant>.<name>.<attempt>.<id>  token 3
 //	warren.events.<tenant>.<name>.<id>             token 3
-//	$KV.warren_batches.<tenant>.<name>             token 3
-//	$KV.warren_cancel.<tenant>.<name>.<attempt>... token 3
 //	warren.sbx.<pool>.<host>.<tenant>.<op>         token 5
 //
 // The fleet account exports each of these with account_token_position at
-// the tenant token: a tenant account can only import its own.
+// the tenant token: a tenant account can only import its own. A tenant's
+// streams and buckets (messages.Namespace: WARREN_RESULTS_<tenant>,
+// warren_batches_<tenant>, ...) carry the tenant in their names, so what
+// reaches them is exported to that tenant's account alone (named).
 
 // tenantExport is one subject the fleet account exports to tenants.
 type tenantExport struct {
-	subject string // in the fleet account; "%s" is the tenant token
+	subject string // in the fleet account; "%s" is the tenant (a token, or in a name when named)
 	local   bool   // imported under the same name (else under TenantAPIPrefix)
 	stream  bool   // a stream (fleet → tenant), else a service (tenant → fleet)
 	multi   bool   // service answers with many messages (a pull)
 	noToken bool   // the same for every tenant: no tenant token
+	named   bool   // the tenant is part of a stream or bucket name: exported to its account alone
 }
 
 const jsAPI = "$JS.API"
 
+// tenantNS is a namespace whose names carry "%s" for the tenant.
+var tenantNS = messages.Namespace{Tenant: "%s"}
+
 // tenantExports is everything a submitter may do, as exports of the fleet
 // account. Nothing else of the fleet account is reachable from a tenant.
 var tenantExports = []tenantExport{
-	// Publish tasks as itself.
+	// Publish tasks as itself (its task stream takes them).
 	{subject: messages.SubjectTasksPrefix + ".*.*.%s.>", local: true},
 	// Its manifests: read (direct get by key) and write (KV put).
-	{subject: "$KV." + messages.BucketBatches + ".%s.>"},
-	{subject: jsAPI + ".DIRECT.GET.KV_" + messages.BucketBatches + ".$KV." + messages.BucketBatches + ".%s.>"},
+	{subject: "$KV." + tenantNS.Batches() + ".>", named: true},
+	{subject: jsAPI + ".DIRECT.GET.KV_" + tenantNS.Batches() + ".>", named: true},
 	// Cancel its batches.
-	{subject: "$KV." + messages.BucketCancel + ".%s.>"},
-	// Its results: last by subject, and ordered consumers filtered to them
-	// (the filter is part of the create subject, which the server checks
-	// against the request body).
-	{subject: jsAPI + ".DIRECT.GET." + messages.StreamResults + "." + messages.SubjectResultsPrefix + ".%s.>"},
-	{subject: jsAPI + ".CONSUMER.CREATE." + messages.StreamResults + ".*." + messages.SubjectResultsPrefix + ".%s.>"},
-	{subject: jsAPI + ".CONSUMER.MSG.NEXT." + messages.StreamResults + ".*", multi: true, noToken: true},
+	{subject: "$KV." + tenantNS.Cancel() + ".>", named: true},
+	// Its results: last by subject, and ordered consumers on them.
+	{subject: jsAPI + ".DIRECT.GET." + tenantNS.Results() + ".>", named: true},
+	{subject: jsAPI + ".CONSUMER.CREATE." + tenantNS.Results() + ".>", named: true},
+	{subject: jsAPI + ".CONSUMER.MSG.NEXT." + tenantNS.Results() + ".*", multi: true, named: true},
 	// Opening a stream or bucket reads its info.
-	{subject: jsAPI + ".STREAM.INFO." + messages.StreamResults, noToken: true},
-	{subject: jsAPI + ".STREAM.INFO.KV_" + messages.BucketBatches, noToken: true},
-	{subject: jsAPI + ".STREAM.INFO.KV_" + messages.BucketCancel, noToken: true},
+	{subject: jsAPI + ".STREAM.INFO." + tenantNS.Results(), named: true},
+	{subject: jsAPI + ".STREAM.INFO.KV_" + tenantNS.Batches(), named: true},
+	{subject: jsAPI + ".STREAM.INFO.KV_" + tenantNS.Cancel(), named: true},
+	// How much of its task stream its quota leaves (the scheduler's
+	// all-or-nothing check before publishing).
+	{subject: jsAPI + ".STREAM.INFO." + tenantNS.Tasks(), named: true},
 	// Its live events.
 	{subject: messages.SubjectEventsPrefix + ".%s.>", local: true, stream: true},
 	// The host registry, read by every tenant: a watcher (an ordered push
@@ -65,6 +70,9 @@ var tenantExports = []tenantExport{
 	// ... and every entry in one batch get (the request body names them).
 	{subject: jsAPI + ".DIRECT.GET.KV_" + messages.BucketHosts, noToken: true, multi: true},
 	{subject: "$JS.FC.KV_" + messages.BucketHosts + ".>", local: true, noToken: true},
+	// Its own quota, as the workers read it (direct get of its key).
+	{subject: jsAPI + ".DIRECT.GET.KV_" + messages.BucketTenants + ".$KV." + messages.BucketTenants + ".%s"},
+	{subject: jsAPI + ".STREAM.INFO.KV_" + messages.BucketTenants, noToken: true},
 	// Its inbox, for what the fleet delivers to it (the watcher above,
 	// sandbox exec output).
 	{subject: TenantInboxRoot + ".%s.>", local: true, stream: true},
@@ -82,8 +90,12 @@ const TenantInboxRoot = messages.TenantInboxRoot
 // TenantInbox is the inbox prefix of tenant's connections.
 func TenantInbox(tenant string) string { return messages.TenantInbox(tenant) }
 
-// tokenPosition is the 1-based position of the tenant token.
+// tokenPosition is the 1-based position of the tenant token (0 for a
+// named export: its tenant is inside a name).
 func (e tenantExport) tokenPosition() int {
+	if e.named {
+		return 0
+	}
 	for i, tok := range strings.Split(e.subject, ".") {
 		if tok == "%s" {
 			return i + 1
@@ -113,20 +125,11 @@ func (e tenantExport) tenantSubject(tenant string) string {
 }
 
 // workerPermissions is what a worker of pool may publish and subscribe to
-// in the fleet account.
-func workerPermissions(pool string) (pub, sub []string) {
+// in the fleet account, for the fleet's namespace and each tenant's.
+func workerPermissions(pool string, tenants []string) (pub, sub []string) {
 	pub = []string{
 		jsAPI + ".INFO",
 		jsAPI + ".STREAM.INFO.*",
-		// Its pool's consumers only: the filter is in the create subject.
-		jsAPI + ".CONSUMER.CREATE." + messages.StreamTasks + ".*." + messages.SubjectTasksPrefix + "." + pool + ".>",
-		jsAPI + ".CONSUMER.INFO." + messages.StreamTasks + ".*",
-		jsAPI + ".CONSUMER.MSG.NEXT." + messages.StreamTasks + ".*",
-		"$JS.ACK." + messages.StreamTasks + ".>",
-		// Whether a result is stored; a dead task's payload by sequence.
-		jsAPI + ".DIRECT.GET." + messages.StreamResults + ".>",
-		jsAPI + ".DIRECT.GET." + messages.StreamTasks,
-		jsAPI + ".STREAM.MSG.GET." + messages.StreamTasks,
 		messages.SubjectResultsPrefix + ".>",
 		messages.SubjectEventsPrefix + ".>",
 		messages.SubjectDLQPrefix + ".>",
@@ -136,30 +139,19 @@ func workerPermissions(pool string) (pub, sub []string) {
 		TenantInboxRoot + ".>",
 		// Its pool's registry entries (keys "<pool>.<host>").
 		"$KV." + messages.BucketHosts + "." + pool + ".>",
-		// The cancel watcher: an ordered push consumer on the bucket.
-		jsAPI + ".CONSUMER.CREATE.KV_" + messages.BucketCancel + ".>",
-		jsAPI + ".CONSUMER.DELETE.KV_" + messages.BucketCancel + ".*",
-		jsAPI + ".CONSUMER.INFO.KV_" + messages.BucketCancel + ".*",
-		"$JS.FC.KV_" + messages.BucketCancel + ".>",
 		// Claims: create, refresh (publish with an expected sequence and a
 		// TTL), purge, and read a task attempt's claim.
 		"$KV." + messages.BucketClaims + ".>",
 		jsAPI + ".DIRECT.GET.KV_" + messages.BucketClaims + ".>",
 		jsAPI + ".STREAM.MSG.GET.KV_" + messages.BucketClaims,
-		// The verdict cache: read and write decided verdicts.
-		"$KV." + messages.BucketVerdicts + ".>",
-		jsAPI + ".DIRECT.GET.KV_" + messages.BucketVerdicts + ".>",
-		jsAPI + ".STREAM.MSG.GET.KV_" + messages.BucketVerdicts,
-		// Outputs too large for a result: chunks, metadata, the lookup a
-		// put does first, and the purge of a replaced object's chunks.
-		"$O." + messages.BucketOutputs + ".>",
-		jsAPI + ".DIRECT.GET.OBJ_" + messages.BucketOutputs + ".>",
-		jsAPI + ".STREAM.MSG.GET.OBJ_" + messages.BucketOutputs,
-		jsAPI + ".STREAM.PURGE.OBJ_" + messages.BucketOutputs,
+		// The tenant registry: watched for quotas and new tenants.
+		jsAPI + ".CONSUMER.CREATE.KV_" + messages.BucketTenants + ".>",
+		jsAPI + ".CONSUMER.DELETE.KV_" + messages.BucketTenants + ".*",
+		jsAPI + ".CONSUMER.INFO.KV_" + messages.BucketTenants + ".*",
+		"$JS.FC.KV_" + messages.BucketTenants + ".>",
 	}
 	sub = []string{
 		"_INBOX.>",
-		"$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES." + messages.StreamTasks + ".*",
 		// Its pool's sandbox session requests (answered through
 		// allow_responses).
 		messages.SubjectSandboxPrefix + "." + pool + ".>",
@@ -167,6 +159,52 @@ func workerPermissions(pool string) (pub, sub []string) {
 		// doorbell (worker/doorbell.go) for a profile without a pull.
 		messages.SubjectTasksPrefix + "." + pool + ".>",
 	}
+	for _, ns := range append([]messages.Namespace{{}}, namespaces(tenants)...) {
+		p, s := namespaceWorkerPermissions(pool, ns)
+		pub, sub = append(pub, p...), append(sub, s...)
+	}
+	return pub, sub
+}
+
+func namespaces(tenants []string) []messages.Namespace {
+	out := make([]messages.Namespace, len(tenants))
+	for i, t := range tenants {
+		out[i] = messages.Namespace{Tenant: t}
+	}
+	return out
+}
+
+// namespaceWorkerPermissions is what a worker of pool may do in one
+// namespace: consume its pool's tasks, read results and dead tasks, watch
+// cancels, use the verdict cache and the outputs store.
+func namespaceWorkerPermissions(pool string, ns messages.Namespace) (pub, sub []string) {
+	pub = []string{
+		// Its pool's consumers only: the filter is in the create subject.
+		jsAPI + ".CONSUMER.CREATE." + ns.Tasks() + ".*." + messages.SubjectTasksPrefix + "." + pool + ".>",
+		jsAPI + ".CONSUMER.INFO." + ns.Tasks() + ".*",
+		jsAPI + ".CONSUMER.MSG.NEXT." + ns.Tasks() + ".*",
+		"$JS.ACK." + ns.Tasks() + ".>",
+		// Whether a result is stored; a dead task's payload by sequence.
+		jsAPI + ".DIRECT.GET." + ns.Results() + ".>",
+		jsAPI + ".DIRECT.GET." + ns.Tasks(),
+		jsAPI + ".STREAM.MSG.GET." + ns.Tasks(),
+		// The cancel watcher: an ordered push consumer on the bucket.
+		jsAPI + ".CONSUMER.CREATE.KV_" + ns.Cancel() + ".>",
+		jsAPI + ".CONSUMER.DELETE.KV_" + ns.Cancel() + ".*",
+		jsAPI + ".CONSUMER.INFO.KV_" + ns.Cancel() + ".*",
+		"$JS.FC.KV_" + ns.Cancel() + ".>",
+		// The verdict cache: read and write decided verdicts.
+		"$KV." + ns.Verdicts() + ".>",
+		jsAPI + ".DIRECT.GET.KV_" + ns.Verdicts() + ".>",
+		jsAPI + ".STREAM.MSG.GET.KV_" + ns.Verdicts(),
+		// Outputs too large for a result: chunks, metadata, the lookup a
+		// put does first, and the purge of a replaced object's chunks.
+		"$O." + ns.Outputs() + ".>",
+		jsAPI + ".DIRECT.GET.OBJ_" + ns.Outputs() + ".>",
+		jsAPI + ".STREAM.MSG.GET.OBJ_" + ns.Outputs(),
+		jsAPI + ".STREAM.PURGE.OBJ_" + ns.Outputs(),
+	}
+	sub = []string{"$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES." + ns.Tasks() + ".*"}
 	return pub, sub
 }
 
@@ -193,25 +231,24 @@ func ServerConfig(st AuthState) string {
 		case RoleAdmin:
 			fmt.Fprintf(&b, "      { nkey: %s } # admin %q\n", strconv.Quote(p.PublicKey), p.Name)
 		case RoleWorker:
-			pub, sub := workerPermissions(p.Pool)
+			pub, sub := workerPermissions(p.Pool, st.tenants())
 			fmt.Fprintf(&b, "      { nkey: %s, permissions: { publish: { allow: %s }, subscribe: { allow: %s }, allow_responses: true } } # worker %q, pool %q\n",
 				strconv.Quote(p.PublicKey), confList(pub), confList(sub), p.Name, p.Pool)
 		}
 	}
 	b.WriteString("    ]\n    exports: [\n")
 	for _, e := range tenantExports {
-		kind := "service"
-		if e.stream {
-			kind = "stream"
+		if e.named {
+			for _, t := range st.tenants() {
+				writeExport(&b, e, e.fleetSubject(t), fmt.Sprintf(", accounts: [%s]", strconv.Quote(t)))
+			}
+			continue
 		}
-		fmt.Fprintf(&b, "      { %s: %s", kind, strconv.Quote(e.fleetSubject("*")))
+		extra := ""
 		if pos := e.tokenPosition(); pos > 0 && !e.noToken {
-			fmt.Fprintf(&b, ", account_token_position: %d", pos)
+			extra = fmt.Sprintf(", account_token_position: %d", pos)
 		}
-		if e.multi {
-			b.WriteString(", response_type: stream")
-		}
-		b.WriteString(" }\n")
+		writeExport(&b, e, e.fleetSubject("*"), extra)
 	}
 	b.WriteString("    ]\n  }\n")
 	for _, p := range st.Principals {
@@ -222,6 +259,29 @@ func ServerConfig(st AuthState) string {
 	}
 	b.WriteString("}\n")
 	return b.String()
+}
+
+func writeExport(b *strings.Builder, e tenantExport, subject, extra string) {
+	kind := "service"
+	if e.stream {
+		kind = "stream"
+	}
+	fmt.Fprintf(b, "      { %s: %s%s", kind, strconv.Quote(subject), extra)
+	if e.multi {
+		b.WriteString(", response_type: stream")
+	}
+	b.WriteString(" }\n")
+}
+
+// tenants are the tenants of the active submitters, in order.
+func (st AuthState) tenants() []string {
+	var out []string
+	for _, p := range st.Principals {
+		if p.Role == RoleSubmitter && !p.Revoked() {
+			out = append(out, p.Tenant())
+		}
+	}
+	return out
 }
 
 func writeTenantAccount(b *strings.Builder, p Principal) {

@@ -70,3 +70,19 @@ func FuzzParseCreds(f *testing.F) {
 		}
 	})
 }
+
+// FuzzDecodeQuota: a tenant registry entry never panics the decoder, and
+// what it accepts is a valid quota with every default filled.
+func FuzzDecodeQuota(f *testing.F) {
+	f.Add([]byte(`{"task_bytes":1024,"weight":2}`))
+	f.Add([]byte(`{"sessions":-1}`))
+	f.Add([]byte(`{}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		q, err := broker.DecodeQuota(data)
+		if err != nil {
+			return
+		}
+		require.NoError(t, q.Validate())
+		require.Positive(t, q.Weight)
+	})
+}

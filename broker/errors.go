@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/warrenhq/warren/messages"
 )
 
 // jsErrCodeStoreFailed is the JetStream API error code the server returns
@@ -57,7 +58,23 @@ type StoreFullError struct {
 }
 
 func (e *StoreFullError) Error() string {
+	if tenant, ok := tenantOfName(e.Stream); ok {
+		return fmt.Sprintf("stream %s is full (%v): tenant %s has used its quota for it; nothing more is stored until its old messages age out (other tenants are not affected); the admin raises the quota with `warren auth quota %s key=SIZE` (`warren auth quota %s` shows it)", e.Stream, e.Err, tenant, tenant, tenant)
+	}
 	return fmt.Sprintf("stream %s is full (%v): nothing more is stored until old messages age out; raise its limit with `warren setup --max-bytes %s=SIZE`, or free space (results of finished batches: `nats stream purge`)", e.Stream, e.Err, e.Stream)
+}
+
+// tenantOfName is the tenant whose namespace a stream or bucket name
+// belongs to (messages.Namespace: <base>_<tenant>).
+func tenantOfName(name string) (string, bool) {
+	for _, base := range []string{messages.StreamTasks, messages.StreamResults, messages.StreamDLQ, "KV_" + messages.BucketBatches,
+		"KV_" + messages.BucketCancel, "KV_" + messages.BucketVerdicts, "OBJ_" + messages.BucketOutputs,
+		messages.BucketBatches, messages.BucketCancel, messages.BucketVerdicts, messages.BucketOutputs} {
+		if t, ok := strings.CutPrefix(name, base+"_"); ok && messages.ValidID(t) {
+			return t, true
+		}
+	}
+	return "", false
 }
 
 func (e *StoreFullError) Unwrap() error { return e.Err }

@@ -74,6 +74,12 @@ var streamFields = []field{
 	{"max_age", tunable, func(c *jetstream.StreamConfig) string { return age(c.MaxAge) },
 		func(d, s *jetstream.StreamConfig) { d.MaxAge = s.MaxAge }},
 	maxBytesField,
+	// A tenant's quota sets these on its streams (tenants.go); the fleet's
+	// streams leave them unlimited.
+	{"max_msgs", tunable, func(c *jetstream.StreamConfig) string { return count(c.MaxMsgs) },
+		func(d, s *jetstream.StreamConfig) { d.MaxMsgs = s.MaxMsgs }},
+	{"max_consumers", tunable, func(c *jetstream.StreamConfig) string { return count(int64(c.MaxConsumers)) },
+		func(d, s *jetstream.StreamConfig) { d.MaxConsumers = s.MaxConsumers }},
 }
 
 // bucketFields are the compared fields of a KV bucket, read from its
@@ -111,7 +117,7 @@ func (r resource) fields() []field {
 }
 
 func count(n int64) string {
-	if n < 0 {
+	if n <= 0 { // the server stores 0 as -1
 		return "unlimited"
 	}
 	return fmt.Sprint(n)

@@ -52,12 +52,8 @@ var DefaultMaxBytes = map[string]int64{
 	messages.BucketClaims:   64 << 20,
 	messages.BucketVerdicts: 1 << 30,
 	messages.BucketOutputs:  4 << 30,
+	messages.BucketTenants:  8 << 20,
 }
-
-// TaskSubjects are the subjects of WARREN_TASKS: only well-formed task
-// subjects, warren.tasks.<pool>.<profile>.<batch> where the batch is one
-// token or a tenant's two (<tenant>.<name>).
-var TaskSubjects = []string{messages.SubjectTasksPrefix + ".*.*.*", messages.SubjectTasksPrefix + ".*.*.*.*"}
 
 // TaskMsgHeadroom is what a task message may carry on top of its encoded
 // body (MaxTaskBytes): protocol headers. WARREN_TASKS's MaxMsgSize is
@@ -84,25 +80,38 @@ type resource struct {
 	stream *jetstream.StreamConfig
 	bucket *jetstream.KeyValueConfig
 	object *jetstream.ObjectStoreConfig
+	// quota: a tenant's resource, whose limits (max bytes, messages,
+	// consumers) are its quota's and always set by Apply.
+	quota bool
 }
 
-// resources lists every stream and bucket Warren owns, with its defaults.
-// To add one, add an entry: every compared field (see fields.go) must be
-// set explicitly, so what Warren wants is what the server stores.
-// Replicas, Storage and the MaxAge/MaxBytes overrides are applied to every
-// entry afterwards (applyOverrides).
+// resources lists every stream and bucket of the fleet's own namespace
+// and the shared ones, with their defaults. To add one, add an entry:
+// every compared field (see fields.go) must be set explicitly, so what
+// Warren wants is what the server stores. Replicas, Storage and the
+// MaxAge/MaxBytes overrides are applied to every entry afterwards
+// (applyOverrides). A tenant's namespace is the same table for its names
+// (namespaceResources), with its quota's limits (tenants.go).
 func resources(c StreamConfig) []resource {
 	c = c.withDefaults()
+	return append(namespaceResources(messages.Namespace{}, c), sharedResources(c)...)
+}
+
+// namespaceResources are the streams and buckets of one namespace
+// (messages.Namespace): tasks, results, dead letters, manifests, cancels,
+// outputs, verdicts.
+func namespaceResources(ns messages.Namespace, c StreamConfig) []resource {
 	week := 7 * 24 * time.Hour
 	return []resource{
 		{stream: &jetstream.StreamConfig{
-			Name:        messages.StreamTasks,
+			Name:        ns.Tasks(),
 			Description: "Warren tasks; Limits retention so batches can be replayed",
-			// Exactly warren.tasks.<pool>.<profile>.<batch>: a task on any
-			// other subject under the prefix would be stored for MaxAge and
-			// never consumed, so the stream does not take it (the publisher
-			// gets no ack: "no responders").
-			Subjects:  TaskSubjects,
+			// Exactly warren.tasks.<pool>.<profile>.<batch> of this
+			// namespace's batches: a task on any other subject under the
+			// prefix would be stored for MaxAge and never consumed, so the
+			// stream does not take it (the publisher gets no ack: "no
+			// responders").
+			Subjects:  ns.TaskSubjects(),
 			Retention: jetstream.LimitsPolicy,
 			// Full: refuse new tasks rather than drop old, unrun ones.
 			Discard:           jetstream.DiscardNew,
@@ -113,9 +122,9 @@ func resources(c StreamConfig) []resource {
 			AllowDirect:       true,
 		}},
 		{stream: &jetstream.StreamConfig{
-			Name:        messages.StreamResults,
+			Name:        ns.Results(),
 			Description: "Warren results: one per task attempt, enforced by MaxMsgsPerSubject",
-			Subjects:    []string{messages.SubjectResultsPrefix + ".>"},
+			Subjects:    ns.ResultSubjects(),
 			Retention:   jetstream.LimitsPolicy,
 			MaxAge:      week,
 			// A second result for the same subject is refused, not stored.
@@ -127,9 +136,9 @@ func resources(c StreamConfig) []resource {
 			AllowDirect:          true,
 		}},
 		{stream: &jetstream.StreamConfig{
-			Name:        messages.StreamDLQ,
+			Name:        ns.DLQ(),
 			Description: "Warren dead letters: refused or undeliverable tasks with their payload",
-			Subjects:    []string{messages.SubjectDLQPrefix + ".>"},
+			Subjects:    ns.DLQSubjects(),
 			Retention:   jetstream.LimitsPolicy,
 			// Full: the oldest dead letters go first.
 			Discard:           jetstream.DiscardOld,
@@ -138,15 +147,23 @@ func resources(c StreamConfig) []resource {
 			MaxMsgSize:        -1,
 			Duplicates:        2 * time.Minute,
 		}},
+		{bucket: &jetstream.KeyValueConfig{Bucket: ns.Cancel(), Description: "Warren cancelled batches and tasks", TTL: week, History: 1}},
+		{bucket: &jetstream.KeyValueConfig{Bucket: ns.Batches(), Description: "Warren batch manifests: task counts per attempt", TTL: week, History: 1}},
+		{bucket: &jetstream.KeyValueConfig{Bucket: ns.Verdicts(), Description: "Warren verdict cache: decided verdicts by content hash", TTL: week, History: 1}},
+		{object: &jetstream.ObjectStoreConfig{Bucket: ns.Outputs(), Description: "Warren result outputs too large for the result message", TTL: week}},
+	}
+}
+
+// sharedResources are written by workers and the admin only, never by a
+// tenant: the host registry, the claims, the tenant registry.
+func sharedResources(c StreamConfig) []resource {
+	return []resource{
 		{bucket: &jetstream.KeyValueConfig{Bucket: messages.BucketHosts, Description: "Warren host registry", TTL: c.HostTTL, History: 1}},
-		{bucket: &jetstream.KeyValueConfig{Bucket: messages.BucketCancel, Description: "Warren cancelled batches and tasks", TTL: week, History: 1}},
-		{bucket: &jetstream.KeyValueConfig{Bucket: messages.BucketBatches, Description: "Warren batch manifests: task counts per attempt", TTL: week, History: 1}},
 		// Claims carry a per-key TTL set by the claiming worker (its
 		// AckWait); LimitMarkerTTL enables per-key TTLs and keeps expiry
 		// markers a minute.
 		{bucket: &jetstream.KeyValueConfig{Bucket: messages.BucketClaims, Description: "Warren task-attempt claims: which worker runs an attempt", History: 1, LimitMarkerTTL: time.Minute}},
-		{bucket: &jetstream.KeyValueConfig{Bucket: messages.BucketVerdicts, Description: "Warren verdict cache: decided verdicts by content hash", TTL: week, History: 1}},
-		{object: &jetstream.ObjectStoreConfig{Bucket: messages.BucketOutputs, Description: "Warren result outputs too large for the result message", TTL: week}},
+		{bucket: &jetstream.KeyValueConfig{Bucket: messages.BucketTenants, Description: "Warren tenants and their quotas (written by the admin's setup)", History: 1}},
 	}
 }
 
@@ -264,7 +281,7 @@ func (r resource) want() jetstream.StreamConfig {
 // fails, naming the new value, when the table changes.
 func SetupDigest() string { return setupDigest }
 
-const setupDigest = "8dc6f569abbb242d872f8451"
+const setupDigest = "d26493758da61c6936022b0c"
 
 // tableDigest hashes the resource table: what SetupDigest must return.
 func tableDigest() string {

@@ -202,6 +202,12 @@ func (c ConsumerConfig) WithDefaults() ConsumerConfig {
 // AckWait and MaxDeliver), not `warren setup`'s: it cannot know the pools
 // and profiles. A consumer's replicas follow its stream's.
 func EnsureConsumer(ctx context.Context, js jetstream.JetStream, pool, profile string, c ConsumerConfig) (jetstream.Consumer, error) {
+	return EnsureTaskConsumer(ctx, js, messages.Namespace{}, pool, profile, c)
+}
+
+// EnsureTaskConsumer is EnsureConsumer on namespace ns's task stream (a
+// tenant's own, or the fleet's).
+func EnsureTaskConsumer(ctx context.Context, js jetstream.JetStream, ns messages.Namespace, pool, profile string, c ConsumerConfig) (jetstream.Consumer, error) {
 	c = c.WithDefaults()
 	name := messages.ConsumerName(pool, profile)
 	cfg := jetstream.ConsumerConfig{
@@ -218,16 +224,16 @@ func EnsureConsumer(ctx context.Context, js jetstream.JetStream, pool, profile s
 	// just reloaded its accounts, a meta leader being elected): retry that,
 	// and only that, until ctx ends.
 	for backoff := 50 * time.Millisecond; ; backoff = min(2*backoff, time.Second) {
-		cons, err := js.CreateOrUpdateConsumer(ctx, messages.StreamTasks, cfg)
+		cons, err := js.CreateOrUpdateConsumer(ctx, ns.Tasks(), cfg)
 		if err == nil {
 			return cons, nil
 		}
 		if !errors.Is(err, nats.ErrNoResponders) || ctx.Err() != nil {
-			return nil, fmt.Errorf("broker: set up consumer %s: %w", name, err)
+			return nil, fmt.Errorf("broker: set up consumer %s on %s: %w", name, ns.Tasks(), err)
 		}
 		select {
 		case <-ctx.Done():
-			return nil, fmt.Errorf("broker: set up consumer %s: %w", name, err)
+			return nil, fmt.Errorf("broker: set up consumer %s on %s: %w", name, ns.Tasks(), err)
 		case <-time.After(backoff):
 		}
 	}

@@ -112,19 +112,25 @@ func TestTasksStreamTakesOnlyWellFormedSubjects(t *testing.T) {
 	require.NoError(t, broker.Setup(ctx, b.JS, broker.StreamConfig{}))
 	s, err = b.JS.Stream(ctx, messages.StreamTasks)
 	require.NoError(t, err)
-	require.Equal(t, []string{"warren.tasks.*.*.*", "warren.tasks.*.*.*.*"}, s.CachedInfo().Config.Subjects)
+	require.Equal(t, []string{"warren.tasks.*.*.*"}, s.CachedInfo().Config.Subjects)
 
-	for _, subj := range []string{"warren.tasks.default.default", "warren.tasks.default", "warren.tasks.default.default.alice.b1.extra"} {
+	// A tenant's batch (two tokens) is its own stream's: with no tenant
+	// set up, nothing takes it.
+	for _, subj := range []string{"warren.tasks.default.default", "warren.tasks.default", "warren.tasks.default.default.alice.b1.extra",
+		messages.TaskSubject("default", "default", "alice.b1")} {
 		_, err := b.JS.Publish(ctx, subj, []byte(`{}`))
 		require.ErrorIs(t, err, jetstream.ErrNoStreamResponse, subj)
 	}
 	_, err = b.JS.Publish(ctx, messages.TaskSubject("default", "default", "b1"), []byte(`{}`))
 	require.NoError(t, err)
-	_, err = b.JS.Publish(ctx, messages.TaskSubject("default", "default", "alice.b1"), []byte(`{}`))
-	require.NoError(t, err, "a tenant's batch is two tokens")
+	_, err = broker.SetupTenants(ctx, b.JS, broker.StreamConfig{}, []broker.Tenant{{Name: "alice"}}, false)
+	require.NoError(t, err)
+	ack, err := b.JS.Publish(ctx, messages.TaskSubject("default", "default", "alice.b1"), []byte(`{}`))
+	require.NoError(t, err, "a tenant's batch is two tokens, in its own stream")
+	require.Equal(t, messages.Namespace{Tenant: "alice"}.Tasks(), ack.Stream)
 	info, err := s.Info(ctx)
 	require.NoError(t, err)
-	require.EqualValues(t, 2, info.State.Msgs)
+	require.EqualValues(t, 1, info.State.Msgs)
 }
 
 func TestMissingListsWhatSetupCreates(t *testing.T) {

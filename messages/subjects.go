@@ -14,6 +14,9 @@ const (
 	BucketBatches = "warren_batches"
 	// BucketVerdicts caches decided verdicts by content hash (verify.CacheKey).
 	BucketVerdicts = "warren_verdicts"
+	// BucketTenants holds each tenant's quota, keyed by tenant (written by
+	// the admin's setup, read by workers).
+	BucketTenants = "warren_tenants"
 
 	// Tasks: warren.tasks.<pool>.<profile>.<batch>; a batch id may be
 	// "<tenant>.<name>" (two tokens), see ValidBatchID.

@@ -240,9 +240,16 @@ func TestStaticGoBinaryRunsUnderTheFilter(t *testing.T) {
 	if testInitPath == "" {
 		t.Skip("no prebuilt static init (no Go toolchain)")
 	}
+	// A private copy: the binary's own directory (/tmp in `make
+	// test-sandbox-unpriv`) may hold other tests' mounts, which a bind in
+	// a user namespace cannot leave out.
+	bin, err := os.ReadFile(testInitPath)
+	require.NoError(t, err)
+	initCopy := filepath.Join(hostDir(t), "warren-sandbox-init")
+	require.NoError(t, os.WriteFile(initCopy, bin, 0o755))
 	for _, m := range hardenedModes(t) {
 		t.Run(m.name, func(t *testing.T) {
-			o := m.run(t, Spec{Argv: []string{testInitPath}, ReadOnly: []string{filepath.Dir(testInitPath)}})
+			o := m.run(t, Spec{Argv: []string{initCopy}, ReadOnly: []string{filepath.Dir(initCopy)}})
 			require.Equal(t, m.inForce, o.res.InForce)
 			require.Equal(t, 125, o.res.ExitCode, o.stderr)
 			require.Contains(t, o.stderr, "started by the warren worker only")

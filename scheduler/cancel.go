@@ -93,7 +93,7 @@ func (c *Client) checkTaskExists(ctx context.Context, batch string, attempt int,
 			return nil
 		}
 	}
-	m, err := c.lastMsg(ctx, messages.StreamResults, messages.ResultSubject(batch, attempt, id))
+	m, err := c.lastMsg(ctx, messages.NamespaceOf(batch).Results(), messages.ResultSubject(batch, attempt, id))
 	if err != nil {
 		return err
 	}
@@ -105,7 +105,7 @@ func (c *Client) checkTaskExists(ctx context.Context, batch string, attempt int,
 
 // putCancel writes the cancel key, unchecked.
 func (c *Client) putCancel(ctx context.Context, batch string, attempt int, id, reason string) error {
-	kv, err := c.bucket(ctx, messages.BucketCancel)
+	kv, err := c.bucket(ctx, messages.NamespaceOf(batch).Cancel())
 	if err != nil {
 		return err
 	}

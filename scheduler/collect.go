@@ -86,7 +86,7 @@ func (c *Client) Collect(ctx context.Context, o CollectOptions) (*CollectReport,
 			return rep, lerr
 		}
 		if latest == 0 {
-			return rep, fmt.Errorf("%w %q: no manifest, and no task or result of it in %s or %s", ErrUnknownBatch, o.Batch, messages.StreamTasks, messages.StreamResults)
+			return rep, fmt.Errorf("%w %q: no manifest, and no task or result of it in %s or %s", ErrUnknownBatch, o.Batch, messages.NamespaceOf(o.Batch).Tasks(), messages.NamespaceOf(o.Batch).Results())
 		}
 		if rep.Attempt == 0 {
 			rep.Attempt = latest
@@ -116,14 +116,14 @@ func (c *Client) Collect(ctx context.Context, o CollectOptions) (*CollectReport,
 	filter := messages.BatchResultFilter(o.Batch, rep.Attempt)
 	var last uint64
 	if o.NoWait {
-		if last, err = c.lastSeq(ctx, messages.StreamResults, filter); err != nil || last == 0 {
+		if last, err = c.lastSeq(ctx, messages.NamespaceOf(o.Batch).Results(), filter); err != nil || last == 0 {
 			return rep, err
 		}
 	}
 	// Retried like every request: a broker restarting just then (its
 	// JetStream still recovering) answers the create late or not at all.
 	cons, err := retry(ctx, c, "watch results", func() (jetstream.Consumer, error) {
-		return c.js.OrderedConsumer(ctx, messages.StreamResults, jetstream.OrderedConsumerConfig{FilterSubjects: []string{filter}})
+		return c.js.OrderedConsumer(ctx, messages.NamespaceOf(o.Batch).Results(), jetstream.OrderedConsumerConfig{FilterSubjects: []string{filter}})
 	})
 	if err != nil {
 		return rep, fmt.Errorf("scheduler: read results of %s: %w", o.Batch, err)
@@ -236,11 +236,12 @@ func (c *Client) foreign(rep *CollectReport, subject, id, reason string) {
 // latestStoredAttempt is the attempt of the batch's last stored result, or
 // else of its last stored task; 0 when the streams hold neither.
 func (c *Client) latestStoredAttempt(ctx context.Context, batch string) (int, error) {
+	ns := messages.NamespaceOf(batch)
 	for _, q := range []struct{ stream, filter string }{
-		{messages.StreamResults, messages.BatchResultFilter(batch, 0)},
-		{messages.StreamTasks, messages.BatchTaskFilter(batch)},
+		{ns.Results(), messages.BatchResultFilter(batch, 0)},
+		{ns.Tasks(), messages.BatchTaskFilter(batch)},
 	} {
-		if q.stream == messages.StreamTasks && c.cfg.Tenant != "" {
+		if q.stream == ns.Tasks() && c.cfg.Tenant != "" {
 			break // a tenant's account cannot read the fleet's queue
 		}
 		m, err := c.lastMsg(ctx, q.stream, q.filter)
@@ -250,7 +251,7 @@ func (c *Client) latestStoredAttempt(ctx context.Context, batch string) (int, er
 			}
 			continue
 		}
-		if q.stream == messages.StreamTasks {
+		if q.stream == ns.Tasks() {
 			if a, err := strconv.Atoi(m.Header.Get(messages.HeaderAttempt)); err == nil && a > 0 {
 				return a, nil
 			}

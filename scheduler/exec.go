@@ -231,7 +231,7 @@ func (c *Client) readResult(ctx context.Context, subject string) (*messages.Resu
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.AckTimeout)
 	defer cancel()
-	m, err := c.nc.RequestWithContext(ctx, prefix+"DIRECT.GET."+messages.StreamResults+"."+subject, nil)
+	m, err := c.nc.RequestWithContext(ctx, prefix+"DIRECT.GET."+messages.ResultNamespace(subject).Results()+"."+subject, nil)
 	if err != nil {
 		return nil, fmt.Errorf("scheduler: read result: %w", err)
 	}
@@ -256,7 +256,7 @@ func (w *resultWait) watch() {
 // awaitResult waits for the single result stored on subject.
 func (c *Client) awaitResult(ctx context.Context, subject string, out chan<- resultOrErr) {
 	cons, err := retry(ctx, c, "watch result", func() (jetstream.Consumer, error) {
-		return c.js.OrderedConsumer(ctx, messages.StreamResults, jetstream.OrderedConsumerConfig{FilterSubjects: []string{subject}})
+		return c.js.OrderedConsumer(ctx, messages.ResultNamespace(subject).Results(), jetstream.OrderedConsumerConfig{FilterSubjects: []string{subject}})
 	})
 	if err != nil {
 		if ctx.Err() == nil {

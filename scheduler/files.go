@@ -31,9 +31,10 @@ func (c *Client) FetchFiles(ctx context.Context, r *messages.Result, dir string)
 		return err
 	}
 	defer root.Close()
-	obs, err := c.js.ObjectStore(ctx, messages.BucketOutputs)
+	bucket := messages.NamespaceOf(r.Batch).Outputs()
+	obs, err := c.js.ObjectStore(ctx, bucket)
 	if err != nil {
-		return fmt.Errorf("open object store %s: %w", messages.BucketOutputs, err)
+		return fmt.Errorf("open object store %s: %w", bucket, err)
 	}
 	for _, f := range r.Files {
 		rel := filepath.Join(r.TaskID, filepath.FromSlash(f.Path))

@@ -15,7 +15,7 @@ import (
 // Manifest returns a batch's manifest: the number of tasks of each attempt.
 // It returns an error matching ErrUnknownBatch when there is none.
 func (c *Client) Manifest(ctx context.Context, batch string) (*messages.BatchManifest, error) {
-	kv, err := c.bucket(ctx, messages.BucketBatches)
+	kv, err := c.bucket(ctx, messages.NamespaceOf(batch).Batches())
 	if err != nil {
 		return nil, err
 	}
@@ -24,7 +24,7 @@ func (c *Client) Manifest(ctx context.Context, batch string) (*messages.BatchMan
 		return nil, err
 	}
 	if m == nil {
-		return nil, fmt.Errorf("%w %q: no manifest in bucket %s", ErrUnknownBatch, batch, messages.BucketBatches)
+		return nil, fmt.Errorf("%w %q: no manifest in bucket %s", ErrUnknownBatch, batch, messages.NamespaceOf(batch).Batches())
 	}
 	return m, nil
 }
@@ -80,7 +80,7 @@ func (c *Client) updateManifestFrom(ctx context.Context, batch string, known *me
 		if m == nil {
 			// Reading needs the bucket's handle (looked up once); a write
 			// from a known revision does not (putManifest).
-			kv, err := c.bucket(ctx, messages.BucketBatches)
+			kv, err := c.bucket(ctx, messages.NamespaceOf(batch).Batches())
 			if err != nil {
 				return nil, 0, err
 			}
@@ -125,7 +125,7 @@ func (c *Client) updateManifestFrom(ctx context.Context, batch string, known *me
 // handle's do; no stream answering is looked into through the handle, so
 // a broker never set up says so.
 func (c *Client) putManifest(ctx context.Context, batch string, data []byte, rev uint64) (uint64, error) {
-	subject := "$KV." + messages.BucketBatches + "." + batch
+	subject := "$KV." + messages.NamespaceOf(batch).Batches() + "." + batch
 	if p := c.js.Options().APIPrefix; p != "" {
 		if !strings.HasSuffix(p, ".") {
 			p += "." // as the handle's prefix is normalised
@@ -143,7 +143,7 @@ func (c *Client) putManifest(ctx context.Context, batch string, data []byte, rev
 	case isWrongLastSeq(err):
 		return 0, fmt.Errorf("%w: %w", err, jetstream.ErrKeyRevisionMismatch)
 	case errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrNoStreamResponse):
-		if _, berr := c.bucket(ctx, messages.BucketBatches); berr != nil {
+		if _, berr := c.bucket(ctx, messages.NamespaceOf(batch).Batches()); berr != nil {
 			return 0, berr // not set up: the lookup's error says so
 		}
 	}

@@ -162,7 +162,7 @@ func (c *Client) dropAttemptOne(ctx context.Context, b *Batch, a1 attemptOne) {
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	kv, err := c.bucket(ctx, messages.BucketBatches)
+	kv, err := c.bucket(ctx, messages.NamespaceOf(b.ID).Batches())
 	if err == nil {
 		err = kv.Purge(ctx, b.ID, jetstream.LastRevision(a1.rev))
 	}
@@ -222,8 +222,8 @@ func (c *Client) publishAll(ctx context.Context, msgs []*nats.Msg) (stored, dups
 		for {
 			select {
 			case ack := <-p.fut.Ok():
-				if ack.Stream != messages.StreamTasks {
-					return fmt.Errorf("scheduler: task %s stored in stream %q, want %s: another stream captures %s", p.msg.Header.Get(messages.HeaderMsgID), ack.Stream, messages.StreamTasks, p.msg.Subject)
+				if want := messages.NamespaceOf(p.msg.Header.Get(messages.HeaderBatch)).Tasks(); ack.Stream != want {
+					return fmt.Errorf("scheduler: task %s stored in stream %q, want %s: another stream captures %s", p.msg.Header.Get(messages.HeaderMsgID), ack.Stream, want, p.msg.Subject)
 				}
 				if ack.Duplicate {
 					dups++
@@ -240,7 +240,7 @@ func (c *Client) publishAll(ctx context.Context, msgs []*nats.Msg) (stored, dups
 				// at once and waits before the next try.
 				wait := !errors.Is(perr, jetstream.ErrAsyncPublishTimeout)
 				if gerr := p.r.again(ctx, perr, wait); gerr != nil {
-					return fmt.Errorf("scheduler: publish task %s: %w", p.msg.Header.Get(messages.HeaderMsgID), broker.ExplainPublish(messages.StreamTasks, gerr))
+					return fmt.Errorf("scheduler: publish task %s: %w", p.msg.Header.Get(messages.HeaderMsgID), broker.ExplainPublish(messages.NamespaceOf(p.msg.Header.Get(messages.HeaderBatch)).Tasks(), gerr))
 				}
 				c.log.Debug().Err(perr).Str("msg_id", p.msg.Header.Get(messages.HeaderMsgID)).Int("try", p.r.tries).Msg("re-publishing task")
 				if err := send(p); err != nil {

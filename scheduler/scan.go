@@ -36,7 +36,7 @@ type storedTask struct {
 // never waits for more.
 func (c *Client) scanTasks(ctx context.Context, sc taskScan) ([]storedTask, error) {
 	filter := messages.BatchTaskFilter(sc.Batch)
-	last, err := c.lastSeq(ctx, messages.StreamTasks, filter)
+	last, err := c.lastSeq(ctx, messages.NamespaceOf(sc.Batch).Tasks(), filter)
 	if err != nil || last == 0 || (sc.FromSeq > 0 && sc.FromSeq > last) {
 		return nil, err
 	}
@@ -49,7 +49,7 @@ func (c *Client) scanTasks(ctx context.Context, sc taskScan) ([]storedTask, erro
 		cfg.DeliverPolicy, cfg.OptStartTime = jetstream.DeliverByStartTimePolicy, &since
 	}
 	cons, err := retry(ctx, c, "read tasks", func() (jetstream.Consumer, error) {
-		return c.js.OrderedConsumer(ctx, messages.StreamTasks, cfg)
+		return c.js.OrderedConsumer(ctx, messages.NamespaceOf(sc.Batch).Tasks(), cfg)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("scheduler: read tasks of %s: %w", sc.Batch, err)

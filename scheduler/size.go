@@ -32,7 +32,7 @@ func (c *Client) taskSizeLimit(ctx context.Context) (int64, string, error) {
 		return limit, what, nil
 	}
 	m, err := lookup(ctx, c, "stream "+messages.StreamTasks+" max_msg_size", func() (int64, error) {
-		return c.streamMaxMsgSize(ctx, messages.StreamTasks)
+		return c.streamMaxMsgSize(ctx, messages.StreamTasks) // the fleet's: a tenant returned above
 	})
 	if err != nil {
 		return 0, "", err

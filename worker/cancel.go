@@ -10,52 +10,65 @@ import (
 	"github.com/warrenhq/warren/messages"
 )
 
-// cancelSet mirrors the cancel bucket and knows which tasks run here, so a
-// cancel kills a running sandbox at once and skips a queued task when it is
-// pulled. Keys are messages.CancelKey(batch, attempt, id).
+// cancelSet mirrors the cancel buckets (the fleet's and each tenant's) and
+// knows which tasks run here, so a cancel kills a running sandbox at once
+// and skips a queued task when it is pulled. Keys are
+// messages.CancelKey(batch, attempt, id): a key names its batch, tenant
+// included, so one set serves every bucket.
 type cancelSet struct {
-	mu       sync.Mutex
-	keys     map[string]bool
-	running  map[string]map[*context.CancelCauseFunc]string // "batch.attempt" -> cancel -> task id
-	initDone chan struct{}
-	once     sync.Once
+	mu      sync.Mutex
+	keys    map[string]bool
+	running map[string]map[*context.CancelCauseFunc]string // "batch.attempt" -> cancel -> task id
 }
 
-// watchCancels starts mirroring the cancel bucket and returns once the
-// existing keys are loaded, so no task starts before earlier cancels are
-// known.
-func (w *Worker) watchCancels(ctx context.Context) (*cancelSet, error) {
-	kv, err := w.js.KeyValue(ctx, messages.BucketCancel)
+func newCancelSet() *cancelSet {
+	return &cancelSet{keys: map[string]bool{}, running: map[string]map[*context.CancelCauseFunc]string{}}
+}
+
+// watchCancels starts mirroring a namespace's cancel bucket into cs and
+// returns once its existing keys are loaded, so no task of the namespace
+// starts before earlier cancels are known. The watch ends with the
+// worker's work.
+func (w *Worker) watchCancels(ctx context.Context, cs *cancelSet, bucket string) error {
+	kv, err := w.js.KeyValue(ctx, bucket)
 	if err != nil {
-		return nil, fmt.Errorf("worker: open cancel bucket: %w", err)
+		return fmt.Errorf("worker: open cancel bucket %s: %w", bucket, err)
 	}
-	kw, err := kv.WatchAll(w.pullCtx, jetstream.IgnoreDeletes())
+	return w.watchKV(ctx, kv, w.workCtx, func(e jetstream.KeyValueEntry) { cs.add(e.Key()) }, jetstream.IgnoreDeletes())
+}
+
+// watchKV follows every entry of kv with apply (on one goroutine, in
+// order) until until ends, and returns once the entries there at the
+// start were applied (or ctx ends first).
+func (w *Worker) watchKV(ctx context.Context, kv jetstream.KeyValue, until context.Context, apply func(jetstream.KeyValueEntry), opts ...jetstream.WatchOpt) error {
+	kw, err := kv.WatchAll(w.pullCtx, opts...)
 	if err != nil {
-		return nil, fmt.Errorf("worker: watch cancel bucket: %w", err)
+		return fmt.Errorf("worker: watch %s: %w", kv.Bucket(), err)
 	}
-	cs := &cancelSet{keys: map[string]bool{}, running: map[string]map[*context.CancelCauseFunc]string{}, initDone: make(chan struct{})}
+	loaded := make(chan struct{})
 	w.bg.Add(1)
 	go func() {
 		defer w.bg.Done()
+		var once sync.Once
 		for e := range kw.Updates() {
 			if e == nil {
-				cs.once.Do(func() { close(cs.initDone) })
+				once.Do(func() { close(loaded) })
 				continue
 			}
-			cs.add(e.Key())
+			apply(e)
 		}
 	}()
 	w.bg.Add(1)
 	go func() {
 		defer w.bg.Done()
-		<-w.workCtx.Done()
+		<-until.Done()
 		_ = kw.Stop()
 	}()
 	select {
-	case <-cs.initDone:
-		return cs, nil
+	case <-loaded:
+		return nil
 	case <-ctx.Done():
-		return nil, fmt.Errorf("worker: load cancel bucket: %w", ctx.Err())
+		return fmt.Errorf("worker: load %s: %w", kv.Bucket(), ctx.Err())
 	}
 }
 

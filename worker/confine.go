@@ -46,13 +46,13 @@ func (w *Worker) newEmitterTo(ident messages.TaskIdentity, delivery int) *emitte
 
 // redactRefused is the payload a refused task is dead-lettered with: as
 // received, except that a task refused for carrying cleartext secrets has
-// their values removed, and its message is erased from TASKS (best effort:
+// their values removed, and its message is erased from its task stream (best effort:
 // the credentials may not allow it), so the worker makes no further copy.
-func (w *Worker) redactRefused(data []byte, merr *messages.Error, seq uint64) []byte {
+func (w *Worker) redactRefused(data []byte, merr *messages.Error, stream string, seq uint64) []byte {
 	if merr.Code != messages.CodeCleartextSecrets {
 		return data
 	}
-	w.eraseTask(seq)
+	w.eraseTask(stream, seq)
 	var doc map[string]any
 	if json.Unmarshal(data, &doc) != nil {
 		return nil

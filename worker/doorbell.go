@@ -37,9 +37,9 @@ const (
 
 // takeSlot waits for a free slot for the next pull of profile (consumer
 // c); false once pulling stops.
-func (w *Worker) takeSlot(c jetstream.Consumer, profile string, contested bool) bool {
+func (w *Worker) takeSlot(ctx context.Context, c jetstream.Consumer, profile string, contested bool) bool {
 	select {
-	case <-w.pullCtx.Done():
+	case <-ctx.Done():
 		return false
 	case <-w.slots:
 		return true
@@ -84,7 +84,7 @@ func (w *Worker) takeSlot(c jetstream.Consumer, profile string, contested bool) 
 	}
 	for {
 		select {
-		case <-w.pullCtx.Done():
+		case <-ctx.Done():
 			return false
 		case <-w.slots:
 			return true

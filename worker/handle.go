@@ -16,8 +16,6 @@ import (
 	"github.com/warrenhq/warren/verify"
 )
 
-const resultsStream = messages.StreamResults
-
 // Cancellation causes of a task's context.
 var (
 	errUserCancel = errors.New("cancelled by user")
@@ -25,11 +23,11 @@ var (
 	errClaimLost  = errors.New("lost the claim on the task attempt")
 )
 
-// handle runs one delivered task to its end: a stored result and an ack, a
-// Nak for a retry elsewhere, or a dead letter and a Term. freeSlot gives
-// its slot back once the sandbox is done (idempotent; the caller calls it
-// again when handle returns).
-func (w *Worker) handle(msg jetstream.Msg, freeSlot func()) {
+// handle runs one delivered task of space s to its end: a stored result
+// and an ack, a Nak for a retry elsewhere, or a dead letter and a Term.
+// freeSlot gives its slot back once the sandbox is done (idempotent; the
+// caller calls it again when handle returns).
+func (w *Worker) handle(s *space, msg jetstream.Msg, freeSlot func()) {
 	meta, err := msg.Metadata()
 	if err != nil {
 		w.log.Error().Err(err).Msg("message without JetStream metadata; terminating it")
@@ -365,7 +363,7 @@ func (w *Worker) refuse(msg jetstream.Msg, meta *jetstream.MsgMetadata, derr err
 		// No batch the server authorised for its publisher: nobody to
 		// answer but the fleet's dead letters.
 		w.log.Warn().Str("subject", msg.Subject()).Str("code", string(merr.Code)).Str("reason", merr.Error()).Msg("refusing a task on a subject that names no batch")
-		w.deadLetter(w.redactRefused(msg.Data(), merr, meta.Sequence.Stream), msg.Headers(), "invalid", ident.Batch, ident.Attempt, ident.ID, meta.Sequence.Stream, merr.Error())
+		w.deadLetter(w.redactRefused(msg.Data(), merr, meta.Stream, meta.Sequence.Stream), msg.Headers(), "invalid", ident.Batch, ident.Attempt, ident.ID, meta.Sequence.Stream, merr.Error())
 		_ = msg.TermWithReason("invalid task: " + string(merr.Code))
 		w.done.Add(1)
 		return
@@ -377,7 +375,7 @@ func (w *Worker) refuse(msg jetstream.Msg, meta *jetstream.MsgMetadata, derr err
 		return
 	}
 	w.log.Warn().Str("task_id", ident.ID).Str("batch", ident.Batch).Str("code", string(merr.Code)).Str("reason", merr.Error()).Msg("refusing invalid task")
-	w.deadLetter(w.redactRefused(msg.Data(), merr, meta.Sequence.Stream), msg.Headers(), "invalid", ident.Batch, ident.Attempt, ident.ID, meta.Sequence.Stream, merr.Error())
+	w.deadLetter(w.redactRefused(msg.Data(), merr, meta.Stream, meta.Sequence.Stream), msg.Headers(), "invalid", ident.Batch, ident.Attempt, ident.ID, meta.Sequence.Stream, merr.Error())
 	res := &messages.Result{
 		V: messages.Version, TaskID: ident.ID, Batch: ident.Batch, Attempt: ident.Attempt, Delivery: int(meta.NumDelivered),
 		Status: messages.StatusInvalid, ExitCode: -1, Host: w.cfg.HostID, Error: merr,

@@ -158,7 +158,7 @@ func collect(t testing.TB, js jetstream.JetStream, batch string, n int, timeout 
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	c, err := js.OrderedConsumer(ctx, messages.StreamResults, jetstream.OrderedConsumerConfig{
+	c, err := js.OrderedConsumer(ctx, messages.NamespaceOf(batch).Results(), jetstream.OrderedConsumerConfig{
 		FilterSubjects: []string{messages.BatchResultFilter(batch, 0)},
 	})
 	require.NoError(t, err)
@@ -178,7 +178,7 @@ func collect(t testing.TB, js jetstream.JetStream, batch string, n int, timeout 
 // resultCount is the number of stored results of a batch.
 func resultCount(t testing.TB, js jetstream.JetStream, batch string) uint64 {
 	t.Helper()
-	s, err := js.Stream(context.Background(), messages.StreamResults)
+	s, err := js.Stream(context.Background(), messages.NamespaceOf(batch).Results())
 	require.NoError(t, err)
 	info, err := s.Info(context.Background(), jetstream.WithSubjectFilter(messages.BatchResultFilter(batch, 0)))
 	require.NoError(t, err)

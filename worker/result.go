@@ -81,9 +81,13 @@ func (w *Worker) resultStored(t *messages.Task) (bool, error) {
 }
 
 func (w *Worker) resultStoredFor(batch string, attempt int, id string) (bool, error) {
+	s := w.spaceOf(batch)
+	if s == nil {
+		return false, fmt.Errorf("look for the result of %s: %w", messages.ResultSubject(batch, attempt, id), errNoSpace)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	_, err := w.results.GetLastMsgForSubject(ctx, messages.ResultSubject(batch, attempt, id))
+	_, err := s.results.GetLastMsgForSubject(ctx, messages.ResultSubject(batch, attempt, id))
 	switch {
 	case err == nil:
 		return true, nil
@@ -126,19 +130,27 @@ func (w *Worker) spillOutputs(res *messages.Result, seq uint64) error {
 			return fmt.Errorf("result of %s is %d bytes with no output left to move out; the broker takes %d", res.TaskID, len(data), limit)
 		}
 		name := messages.OutputObjectName(res.Batch, res.Attempt, res.TaskID, seq, res.Delivery, stream)
-		if err := w.putOutput(name, *out); err != nil {
+		if err := w.putOutput(res.Batch, name, *out); err != nil {
 			return err
 		}
 		*out, *obj = "", name
 	}
 }
 
-func (w *Worker) putOutput(name, data string) error {
+func (w *Worker) putOutput(batch, name, data string) error {
+	s := w.spaceOf(batch)
+	if s == nil {
+		return fmt.Errorf("store output %s: %w", name, errNoSpace)
+	}
 	return w.retryStore("output "+name, 30*time.Second, func(ctx context.Context) error {
-		_, err := w.outputs.PutBytes(ctx, name, []byte(data))
+		_, err := s.outputs.PutBytes(ctx, name, []byte(data))
 		return err
 	})
 }
+
+// errNoSpace: a batch of a tenant this worker does not serve (not
+// registered, or removed while its task ran).
+var errNoSpace = errors.New("its tenant is not served here")
 
 // deadLetter copies a task's payload to the DLQ with the reason, before the
 // caller Terms it (Term would not delete it from the Limits-retention TASKS
@@ -188,18 +200,19 @@ type maxDeliveriesAdvisory struct {
 	Deliveries uint64 `json:"deliveries"`
 }
 
-// watchMaxDeliveries turns max-deliveries advisories into a dead letter and
-// an infra_error result, so a batch always completes. Workers share the
-// subscription through a queue group: one handles each advisory.
-func (w *Worker) watchMaxDeliveries() error {
-	subj := "$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES." + messages.StreamTasks + ".*"
+// watchMaxDeliveries turns max-deliveries advisories of ns's task stream
+// into a dead letter and an infra_error result, so a batch always
+// completes. Workers share the subscription through a queue group: one
+// handles each advisory.
+func (w *Worker) watchMaxDeliveries(ns messages.Namespace) error {
+	subj := "$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES." + ns.Tasks() + ".*"
 	sub, err := w.nc.QueueSubscribe(subj, "warren-dlq", func(m *nats.Msg) {
 		var adv maxDeliveriesAdvisory
 		if err := json.Unmarshal(m.Data, &adv); err != nil {
 			return
 		}
 		w.bg.Add(1)
-		go func() { defer w.bg.Done(); w.handleMaxDeliveries(adv) }()
+		go func() { defer w.bg.Done(); w.handleMaxDeliveries(ns, adv) }()
 	})
 	if err != nil {
 		return fmt.Errorf("worker: subscribe to max-deliveries advisories: %w", err)
@@ -213,10 +226,10 @@ func (w *Worker) watchMaxDeliveries() error {
 	return nil
 }
 
-func (w *Worker) handleMaxDeliveries(adv maxDeliveriesAdvisory) {
+func (w *Worker) handleMaxDeliveries(ns messages.Namespace, adv maxDeliveriesAdvisory) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	stream, err := w.js.Stream(ctx, messages.StreamTasks)
+	stream, err := w.js.Stream(ctx, ns.Tasks())
 	if err != nil {
 		return
 	}

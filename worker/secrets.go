@@ -48,15 +48,15 @@ func (w *Worker) refuseSecrets(msg jetstream.Msg, meta *jetstream.MsgMetadata, t
 	w.done.Add(1)
 }
 
-// eraseTask removes a task message from TASKS (best effort).
-func (w *Worker) eraseTask(seq uint64) {
+// eraseTask removes a task message from its task stream (best effort).
+func (w *Worker) eraseTask(stream string, seq uint64) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	s, err := w.js.Stream(ctx, messages.StreamTasks)
+	s, err := w.js.Stream(ctx, stream)
 	if err == nil {
 		err = s.SecureDeleteMsg(ctx, seq)
 	}
 	if err != nil {
-		w.log.Warn().Err(err).Uint64("stream_seq", seq).Msg(fmt.Sprintf("could not erase a task with cleartext secrets from %s; an operator should delete it", messages.StreamTasks))
+		w.log.Warn().Err(err).Uint64("stream_seq", seq).Msg(fmt.Sprintf("could not erase a task with cleartext secrets from %s; an operator should delete it", stream))
 	}
 }

@@ -43,8 +43,7 @@ type Worker struct {
 	tasks   sync.WaitGroup // running tasks
 	bg      sync.WaitGroup // registry, cancel watcher, advisories
 
-	results jetstream.Stream
-	outputs jetstream.ObjectStore // outputs too large for a result message
+	spaces  spaces // the namespaces served: the fleet's and each tenant's (spaces.go)
 	claims  *claims
 	cancels *cancelSet
 	metrics *metrics
@@ -122,35 +121,16 @@ func (w *Worker) start(ctx context.Context) error {
 	if err := broker.Setup(ctx, w.js, broker.StreamConfig{}); err != nil {
 		return err
 	}
-	results, err := w.js.Stream(ctx, resultsStream)
-	if err != nil {
-		return fmt.Errorf("worker: open results stream: %w", err)
-	}
-	w.results = results
-	if w.outputs, err = w.js.ObjectStore(ctx, messages.BucketOutputs); err != nil {
-		return fmt.Errorf("worker: open outputs object store: %w", err)
-	}
+	var err error
 	if w.claims, err = w.openClaims(ctx); err != nil {
 		return err
 	}
-	var consumers []jetstream.Consumer
-	for _, p := range w.cfg.profiles() {
-		c, err := broker.EnsureConsumer(ctx, w.js, w.cfg.Pool, p, w.cfg.Consumer)
-		if err != nil {
-			return err
-		}
-		consumers = append(consumers, c)
-	}
 	w.pullCtx, w.stopPull = context.WithCancel(context.Background())
 	w.workCtx, w.cancelWork = context.WithCancelCause(context.Background())
-	cs, err := w.watchCancels(ctx)
+	w.cancels = newCancelSet()
+	w.spaces.m = map[string]*space{}
+	fleet, consumers, err := w.prepareSpace(ctx, messages.Namespace{}, nil)
 	if err != nil {
-		w.stopPull()
-		w.cancelWork(errShutdown)
-		return err
-	}
-	w.cancels = cs
-	if err := w.watchMaxDeliveries(); err != nil {
 		w.stopPull()
 		w.cancelWork(errShutdown)
 		return err
@@ -159,12 +139,15 @@ func (w *Worker) start(ctx context.Context) error {
 	w.register()
 	w.bg.Add(1)
 	go func() { defer w.bg.Done(); w.registryLoop() }()
-	for i, c := range consumers {
-		w.pullers.Add(1)
-		go func() { defer w.pullers.Done(); w.pullLoop(c, w.cfg.profiles()[i], len(consumers) > 1) }()
+	w.runSpace(fleet, consumers)
+	// Each tenant's namespace, then the tenants as they come and go.
+	if err := w.watchTenants(ctx); err != nil {
+		w.stopPull()
+		w.cancelWork(errShutdown)
+		return err
 	}
 	w.started.Store(true)
-	w.log.Info().Int("capacity", w.cfg.Capacity).Strs("profiles", w.cfg.profiles()).Str("pool", w.cfg.Pool).Msg("worker started")
+	w.log.Info().Int("capacity", w.cfg.Capacity).Strs("profiles", w.cfg.profiles()).Str("pool", w.cfg.Pool).Int("tenants", len(w.spaces.m)-1).Msg("worker started")
 	return nil
 }
 
@@ -186,8 +169,15 @@ func (w *Worker) start(ctx context.Context) error {
 // slots, so a task of a parked profile starts without any poll delay. The
 // first task found ends the parking; a parked slot comes back within
 // parkWait.
-func (w *Worker) pullLoop(c jetstream.Consumer, profile string, contested bool) {
-	log := w.log.With().Str("profile", profile).Logger()
+//
+// Every namespace served (the fleet's, each tenant's) has its own loops
+// (spaces.go), so a tenant's idle profile is one of several contested
+// loops; while it sleeps it listens on its own task subjects (idleWait),
+// so a tenant's first task after a quiet spell does not wait out the sleep
+// behind another tenant's queue. A loop whose space reached its quota's
+// Running cap on this host takes no slot until one of its tasks ends.
+func (w *Worker) pullLoop(ctx context.Context, s *space, c jetstream.Consumer, profile string) {
+	log := w.log.With().Str("profile", profile).Str("tenant", s.ns.Tenant).Logger()
 	backoff := newBackoff(100*time.Millisecond, 5*time.Second)
 	idle := newBackoff(idleMin, w.cfg.PullWait)
 	busy := false // the last pull found a task (contested: counted in busyProfiles)
@@ -197,7 +187,15 @@ func (w *Worker) pullLoop(c jetstream.Consumer, profile string, contested bool) 
 		}
 	}()
 	for {
-		if !w.yieldToReservations() || !w.takeSlot(c, profile, contested) {
+		for s.atCap() {
+			select {
+			case <-s.freed:
+			case <-ctx.Done():
+				return
+			}
+		}
+		contested := w.spaces.pulls.Load() > 1
+		if !w.yieldToReservations() || !w.takeSlot(ctx, c, profile, contested) {
 			return
 		}
 		if w.fetches.pending() != nil {
@@ -213,7 +211,7 @@ func (w *Worker) pullLoop(c jetstream.Consumer, profile string, contested bool) 
 		if contested && !parked {
 			batch, err = c.FetchNoWait(1)
 		} else {
-			// Bound by pullCtx too: Stop ends a waiting pull at once (the
+			// Bound by ctx too: Stop ends a waiting pull at once (the
 			// client unsubscribes and the server drops a request nobody
 			// listens to) instead of waiting out PullWait.
 			wait := w.cfg.PullWait
@@ -222,7 +220,7 @@ func (w *Worker) pullLoop(c jetstream.Consumer, profile string, contested bool) 
 			}
 			var fctx context.Context
 			var cancel context.CancelFunc
-			fctx, cancel = context.WithTimeout(w.pullCtx, wait)
+			fctx, cancel = context.WithTimeout(ctx, wait)
 			if w.beforeWaiting != nil {
 				w.beforeWaiting()
 			}
@@ -232,12 +230,12 @@ func (w *Worker) pullLoop(c jetstream.Consumer, profile string, contested bool) 
 		if err != nil {
 			cancelFetch()
 			w.slots <- struct{}{}
-			if w.pullCtx.Err() != nil {
+			if ctx.Err() != nil {
 				return
 			}
 			log.Warn().Err(err).Msg("pull failed; retrying")
 			w.metrics.pullFailed(profile)
-			if !sleepCtx(w.pullCtx, backoff.next()) {
+			if !sleepCtx(ctx, backoff.next()) {
 				return
 			}
 			continue
@@ -245,19 +243,21 @@ func (w *Worker) pullLoop(c jetstream.Consumer, profile string, contested bool) 
 		got := false
 		for msg := range batch.Messages() {
 			got = true
-			if w.pullCtx.Err() != nil {
+			if ctx.Err() != nil {
 				// Draining: hand it straight back to the pool.
 				_ = msg.Nak()
 				w.slots <- struct{}{}
 				continue
 			}
 			w.tasks.Add(1)
+			s.taskStarted()
 			go func() {
 				defer w.tasks.Done()
+				defer s.taskEnded()
 				var once sync.Once
 				free := func() { once.Do(func() { w.slots <- struct{}{} }) }
 				defer free()
-				w.handle(msg, free)
+				w.handle(s, msg, free)
 			}()
 		}
 		cancelFetch()
@@ -274,23 +274,59 @@ func (w *Worker) pullLoop(c jetstream.Consumer, profile string, contested bool) 
 		}
 		if got {
 			idle.reset()
-		} else if contested && !parked && !sleepCtx(w.pullCtx, idle.next()) {
+		} else if contested && !parked && !w.idleWait(ctx, s, c, profile, idle.next()) {
 			return
 		}
 		if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) && !errors.Is(err, jetstream.ErrNoMessages) &&
 			!errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
-			if w.pullCtx.Err() != nil {
+			if ctx.Err() != nil {
 				return
 			}
 			log.Warn().Err(err).Msg("pull ended with an error; retrying")
 			w.metrics.pullFailed(profile)
-			if !sleepCtx(w.pullCtx, backoff.next()) {
+			if !sleepCtx(ctx, backoff.next()) {
 				return
 			}
 			continue
 		}
 		backoff.reset()
 	}
+}
+
+// idleWait is a contested loop's pause after a pull found nothing: up to
+// d, or until a task is published on the space's subjects of profile (its
+// doorbell: a core subscription for one message, made before the
+// consumer's pending count is read, so a task published just before is
+// seen too). false once the loop must end.
+func (w *Worker) idleWait(ctx context.Context, s *space, c jetstream.Consumer, profile string, d time.Duration) bool {
+	ch := make(chan *nats.Msg, 1)
+	sub, err := w.nc.ChanSubscribe(spaceTaskSubjects(s.ns, w.cfg.Pool, profile), ch)
+	if err == nil {
+		_ = sub.AutoUnsubscribe(1)
+		defer func() { _ = sub.Unsubscribe() }()
+		if w.hasPending(c) {
+			return ctx.Err() == nil
+		}
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+	case <-ch:
+	}
+	return true
+}
+
+// spaceTaskSubjects are the task subjects of ns's batches in pool and
+// profile.
+func spaceTaskSubjects(ns messages.Namespace, pool, profile string) string {
+	prefix := messages.SubjectTasksPrefix + "." + pool + "." + profile
+	if ns.Tenant == "" {
+		return prefix + ".*"
+	}
+	return prefix + "." + ns.Tenant + ".*"
 }
 
 // Stop drains: no new pulls, running tasks finish. If ctx ends first, the

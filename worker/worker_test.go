@@ -9,6 +9,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
+	"github.com/warrenhq/warren/broker"
 	"github.com/warrenhq/warren/broker/brokertest"
 	"github.com/warrenhq/warren/messages"
 	"github.com/warrenhq/warren/sandbox"
@@ -235,6 +236,10 @@ func TestCancelRunningAndQueuedTasks(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b := brokertest.Start(t, brokertest.Options{})
+			if tenant := messages.BatchTenant(tc.batch); tenant != "" {
+				_, err := broker.SetupTenants(context.Background(), b.JS, broker.StreamConfig{}, []broker.Tenant{{Name: tenant}}, false)
+				require.NoError(t, err)
+			}
 			counting := &countingRunner{inner: insecureRunner(t)}
 			started := make(chan string, 4)
 			startWorker(t, b, "w1", workerOpts{capacity: 1, runner: counting, started: started})
@@ -245,7 +250,7 @@ func TestCancelRunningAndQueuedTasks(t *testing.T) {
 			case <-time.After(30 * time.Second):
 				t.Fatal("task did not start")
 			}
-			kv, err := b.JS.KeyValue(context.Background(), messages.BucketCancel)
+			kv, err := b.JS.KeyValue(context.Background(), messages.NamespaceOf(tc.batch).Cancel())
 			require.NoError(t, err)
 			_, err = kv.Put(context.Background(), messages.CancelKey(tc.batch, 1, tc.cancelID), []byte(`{"reason":"test"}`))
 			require.NoError(t, err)

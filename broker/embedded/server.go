@@ -55,6 +55,11 @@ type Config struct {
 	// ReloadInterval is how often ConfigFile is checked for changes.
 	// Defaults to 1s.
 	ReloadInterval time.Duration
+	// AfterReload, when set, is called after each reload of ConfigFile
+	// that took effect, on the goroutine watching the file (the server's
+	// own, stopped by Stop): e.g. to create a new tenant's streams once
+	// its account exists. Defaults to none.
+	AfterReload func()
 }
 
 // ClusterConfig places an embedded broker in a JetStream cluster.

@@ -67,10 +67,21 @@ func (s *Server) watchConfig(ns *server.Server) {
 			continue
 		}
 		s.log.Info().Str("config", s.cfg.ConfigFile).Msg("auth config reloaded")
+		if s.cfg.AfterReload != nil {
+			s.cfg.AfterReload()
+		}
 	}
 }
 
 // Reload re-reads ConfigFile now.
+//
+// nats-server (2.15.2) creates no subscriptions for the service imports of
+// an account that a reload introduces (configureAccounts adds them only
+// when not reloading, and for accounts it already had), so a tenant added
+// live could connect but reached no service of the fleet (its JetStream
+// API: "no responders") until a restart. A second reload, which finds the
+// account, creates them: Reload does one whenever the configuration
+// names an account the server did not have.
 func (s *Server) Reload() error {
 	s.mu.Lock()
 	ns := s.ns
@@ -82,8 +93,23 @@ func (s *Server) Reload() error {
 	if err != nil {
 		return err
 	}
+	added := false
+	for _, a := range opts.Accounts {
+		if _, err := ns.LookupAccount(a.Name); err != nil {
+			added = true
+		}
+	}
 	if err := ns.ReloadOptions(opts); err != nil {
 		return err
+	}
+	if added {
+		again, err := s.options()
+		if err == nil {
+			err = ns.ReloadOptions(again)
+		}
+		if err != nil {
+			return fmt.Errorf("broker: reload for the accounts it added: %w", err)
+		}
 	}
 	s.reloads.Add(1)
 	return nil

@@ -6,13 +6,16 @@ import (
 	"text/tabwriter"
 
 	"github.com/warrenhq/warren/broker"
+	"github.com/warrenhq/warren/messages"
 )
 
 // authCmd manages an auth directory: keys, creds files and the broker's
 // server configuration (see docs/security.md, "The bus").
 type authCmd struct {
 	Init         authInitCmd   `cmd:"" help:"Create keys, admin.creds, worker.creds and server.conf in --dir (and, with --tls, a private CA and server certificate)."`
-	AddSubmitter authAddCmd    `cmd:"" name:"add-submitter" help:"Add a submitter tenant: its own account; writes DIR/NAME.creds."`
+	AddTenant    authAddCmd    `cmd:"" name:"add-tenant" help:"Add a tenant: its own account and its own streams and buckets, bounded by --quota; writes DIR/NAME.creds."`
+	AddSubmitter authAddCmd    `cmd:"" name:"add-submitter" help:"Same as add-tenant."`
+	Quota        authQuotaCmd  `cmd:"" help:"Show a tenant's quota, or change it: warren auth quota NAME key=value,..."`
 	AddWorker    authWorkerCmd `cmd:"" name:"add-worker" help:"Add worker credentials for a pool; writes DIR/NAME.creds (and the pool's curve key if new)."`
 	Ls           authLsCmd     `cmd:"" help:"List the principals of --dir."`
 	Revoke       authRevokeCmd `cmd:"" help:"Revoke a principal; a broker started with --auth-dir reloads and disconnects it."`
@@ -53,10 +56,15 @@ func (c *authInitCmd) Run(g *globals) error {
 
 type authAddCmd struct {
 	authDirFlag
-	Name string `arg:"" help:"Tenant name: 1-32 of a-z 0-9 _ -; its batches are named NAME.<batch>."`
+	Name  string `arg:"" help:"Tenant name: 1-32 of a-z 0-9 _ -; its batches are named NAME.<batch>."`
+	Quota string `help:"Limits, key=value,...: task_bytes, task_msgs, result_bytes, manifest_bytes, cancel_bytes, output_bytes, verdict_bytes, dead_bytes, consumers (the server's), running, sessions, session_ttl, weight (the workers', per host). Unset keys take the defaults (docs/security.md, Quotas)."`
 }
 
 func (c *authAddCmd) Run(g *globals) error {
+	q, err := messages.ParseQuota(c.Quota, messages.TenantQuota{})
+	if err != nil {
+		return err
+	}
 	d, err := broker.OpenAuthDir(c.Dir)
 	if err != nil {
 		return err
@@ -65,7 +73,49 @@ func (c *authAddCmd) Run(g *globals) error {
 	if err != nil {
 		return err
 	}
+	if err := d.SetQuota(c.Name, q); err != nil {
+		return err
+	}
 	fmt.Fprintf(g.IO.Out, "%s\n", path)
+	fmt.Fprintf(g.IO.Err, "tenant %s: quota %s\n%s\n", c.Name, q.WithDefaults(), tenantSetupHint(c.Dir))
+	return nil
+}
+
+// tenantSetupHint says who creates a tenant's streams on the broker.
+func tenantSetupHint(dir string) string {
+	return fmt.Sprintf("a broker running with --auth-dir %s creates its streams and applies its quota within a second; on another broker: warren setup --auth-dir %s --creds %s/admin.creds", dir, dir, dir)
+}
+
+type authQuotaCmd struct {
+	authDirFlag
+	Name string `arg:"" help:"Tenant (see warren auth ls)."`
+	Set  string `arg:"" optional:"" help:"Limits to change, key=value,... (as add-tenant --quota); the others keep their values."`
+}
+
+func (c *authQuotaCmd) Run(g *globals) error {
+	d, err := broker.OpenAuthDir(c.Dir)
+	if err != nil {
+		return err
+	}
+	var have messages.TenantQuota
+	for _, t := range d.Tenants() {
+		if t.Name == c.Name {
+			have = t.Quota
+		}
+	}
+	if c.Set == "" {
+		fmt.Fprintf(g.IO.Out, "%s\n", have.WithDefaults())
+		return nil
+	}
+	q, err := messages.ParseQuota(c.Set, have)
+	if err != nil {
+		return err
+	}
+	if err := d.SetQuota(c.Name, q); err != nil {
+		return err
+	}
+	fmt.Fprintf(g.IO.Out, "%s\n", q.WithDefaults())
+	fmt.Fprintln(g.IO.Err, tenantSetupHint(c.Dir))
 	return nil
 }
 

@@ -8,8 +8,10 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/warrenhq/warren/broker"
 	"github.com/warrenhq/warren/broker/embedded"
 )
@@ -73,7 +75,13 @@ func (f *brokerFlags) startServer(g *globals) (*embedded.Server, error) {
 	if err := checkExposure(f, host, auth); err != nil {
 		return nil, err
 	}
-	srv, err := embedded.New(cfg)
+	var srv *embedded.Server
+	if auth != nil {
+		// A tenant added or changed reaches the server as a reload; its
+		// streams and quota follow at once.
+		cfg.AfterReload = func() { f.setupTenants(g, srv) }
+	}
+	srv, err = embedded.New(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -105,7 +113,41 @@ func (f *brokerFlags) startServer(g *globals) (*embedded.Server, error) {
 		srv.Stop()
 		return nil, err
 	}
+	if auth != nil {
+		f.setupTenants(g, srv)
+	}
 	return srv, nil
+}
+
+// setupTenants gives every tenant of the auth directory its streams and
+// buckets with its quota's limits (broker.SetupTenants), as the admin;
+// what fails is logged, and tried again at the next change.
+func (f *brokerFlags) setupTenants(g *globals, srv *embedded.Server) {
+	d, err := broker.OpenAuthDir(f.AuthDir)
+	if err != nil {
+		g.Log.Error().Err(err).Msg("tenants not set up")
+		return
+	}
+	nc, err := f.connect(srv, broker.AdminCreds)
+	if err != nil {
+		g.Log.Error().Err(err).Msg("tenants not set up")
+		return
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		g.Log.Error().Err(err).Msg("tenants not set up")
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	changes, err := broker.SetupTenants(ctx, js, broker.StreamConfig{}, d.Tenants(), false)
+	for _, c := range changes {
+		g.Log.Info().Str("change", c.String()).Msg("tenant setup")
+	}
+	if err != nil {
+		g.Log.Error().Err(err).Msg("tenants not set up; fix the cause and change the auth directory, or run `warren setup --auth-dir`")
+	}
 }
 
 // connect opens an in-process connection, with the auth directory's creds

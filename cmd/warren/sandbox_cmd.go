@@ -3,10 +3,9 @@ package main
 import (
 	"errors"
 	"fmt"
-	"strconv"
-	"strings"
 	"time"
 
+	"github.com/warrenhq/warren/messages"
 	"github.com/warrenhq/warren/sandbox"
 	"golang.org/x/sys/unix"
 )
@@ -112,24 +111,8 @@ func commandExit(g *globals, timedOut bool, signal string, code int, timeout tim
 	return nil
 }
 
-// parseSize reads a byte size: a number with an optional binary suffix
-// K, M, G or T (KiB, MB... accepted alike; 1K = 1024).
-func parseSize(s string) (int64, error) {
-	t := strings.ToUpper(strings.TrimSpace(s))
-	t = strings.TrimSuffix(strings.TrimSuffix(t, "B"), "I")
-	mult := int64(1)
-	if n := len(t); n > 0 {
-		if i := strings.IndexByte("KMGT", t[n-1]); i >= 0 {
-			mult = 1 << (10 * (i + 1))
-			t = t[:n-1]
-		}
-	}
-	v, err := strconv.ParseFloat(t, 64)
-	if err != nil || v <= 0 || v*float64(mult) > float64(1<<62) {
-		return 0, fmt.Errorf("%q is not a size like 512M or 2G", s)
-	}
-	return int64(v * float64(mult)), nil
-}
+// parseSize reads a byte size (messages.ParseSize).
+func parseSize(s string) (int64, error) { return messages.ParseSize(s) }
 
 // parseDisk reads a --disk value: a size, "unbounded" (-1: no quota), or
 // empty for sandbox.DefaultDisk (an in-process worker's flags).

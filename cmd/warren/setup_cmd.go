@@ -18,6 +18,7 @@ type setupCmd struct {
 	MaxAge   []string `name:"max-age" placeholder:"[STREAM=]D" help:"How long a stream keeps messages, e.g. 2d or 36h; STREAM=D for one stream (WARREN_TASKS, WARREN_RESULTS, WARREN_DLQ). Repeatable. Existing streams keep theirs unless given."`
 	MaxBytes []string `name:"max-bytes" placeholder:"[NAME=]SIZE" help:"Byte limit, e.g. 20GiB; NAME=SIZE for one stream or bucket. Without NAME it applies to every stream (buckets keep theirs). Repeatable. Existing ones keep theirs unless given."`
 	DryRun   bool     `name:"dry-run" help:"Print what would change; change nothing."`
+	AuthDir  string   `name:"auth-dir" placeholder:"DIR" help:"Also set up every tenant of this auth directory: its own streams and buckets, bounded by its quota (warren auth quota). A broker running with --auth-dir does this itself." env:"WARREN_AUTH_DIR"`
 }
 
 func (c *setupCmd) Run(g *globals) error {
@@ -37,6 +38,14 @@ func (c *setupCmd) Run(g *globals) error {
 	ctx, cancel := context.WithTimeout(g.Ctx, 60*time.Second)
 	defer cancel()
 	changes, err := broker.Apply(ctx, js, cfg, c.DryRun)
+	if err == nil && c.AuthDir != "" {
+		var d *broker.AuthDir
+		if d, err = broker.OpenAuthDir(c.AuthDir); err == nil {
+			var tc []broker.Change
+			tc, err = broker.SetupTenants(ctx, js, broker.StreamConfig{Replicas: c.Replicas}, d.Tenants(), c.DryRun)
+			changes = append(changes, tc...)
+		}
+	}
 	for _, ch := range changes {
 		fmt.Fprintln(g.IO.Out, ch.String())
 	}
