@@ -52,8 +52,10 @@
 //
 // Identifiers (task id, batch, pool, profile) become NATS subject tokens, so
 // they are restricted to [A-Za-z0-9_-] and 1..128 bytes. Stdin and file
-// contents are UTF-8 strings: binary content must be base64-encoded by the
-// client and decoded by the task itself. The whole encoded task must fit in
+// contents are any bytes ([Bytes]: a JSON string for UTF-8 text, else
+// {"base64": ...}); every other string field must be valid UTF-8, refused
+// by name otherwise (JSON would replace the invalid bytes unnoticed). The
+// whole encoded task must fit in
 // [MaxTaskBytes]; each argument, shell script and env string in
 // [MaxArgStrlen] and argv and env together in [MaxExecBytes], as execve
 // counts them.

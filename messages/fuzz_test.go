@@ -16,6 +16,7 @@ func FuzzDecodeTask(f *testing.F) {
 	f.Add([]byte(`{"v":1,"id":"t","batch":"b","kind":"exec","shell":"echo","files":{"a/b":"c"},"limits":{"wall_timeout_ms":5}}`))
 	f.Add([]byte(`{"v":1,"id":"t","batch":"b","kind":"verify","profile":"coq","verify":{"theorem":"x","statement":"True","proof":"exact I."}}`))
 	f.Add([]byte(`{"v":1,"id":"t","batch":"b","kind":"exec","argv":["a\u0000"]}`))
+	f.Add([]byte(`{"v":1,"id":"t","batch":"b","kind":"exec","argv":["cat"],"stdin":{"base64":"/wA="},"files":{"t":{"base64":"f0VMRg=="}}}`))
 	f.Add([]byte("\xff"))
 	f.Add([]byte(`[]`))
 	f.Fuzz(func(t *testing.T, data []byte) {

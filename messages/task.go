@@ -50,7 +50,9 @@ type Task struct {
 	// /bin/sh -c.
 	Argv  []string `json:"argv,omitempty"`
 	Shell string   `json:"shell,omitempty"`
-	Stdin string   `json:"stdin,omitempty"`
+	// Stdin is the command's whole standard input: any bytes (see Bytes
+	// for the wire form).
+	Stdin Bytes `json:"stdin,omitempty"`
 	// Env is added to the sandbox's minimal environment (PATH, HOME, TMPDIR,
 	// LANG). Keys the sandbox owns (HOME, TMPDIR) cannot be overridden.
 	Env map[string]string `json:"env,omitempty"`
@@ -64,8 +66,9 @@ type Task struct {
 	// only by a worker holding the pool's seal key. See SealSecrets.
 	SealedSecrets *SealedSecrets `json:"sealed_secrets,omitempty"`
 	// Files are written into the task's scratch directory before it starts:
-	// relative path -> content.
-	Files map[string]string `json:"files,omitempty"`
+	// relative path -> content, any bytes (text as a JSON string, binary as
+	// {"base64": "..."}; see Bytes).
+	Files map[string]Bytes `json:"files,omitempty"`
 	// Cwd is relative to the scratch directory. Defaults to the scratch dir.
 	Cwd string `json:"cwd,omitempty"`
 	// Outputs name the files to keep after the run: paths or globs

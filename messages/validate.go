@@ -38,6 +38,9 @@ func (t *Task) Validate() error {
 	if t.Attempt < 0 {
 		return fieldErr(CodeInvalidField, "attempt", "must not be negative, got %d", t.Attempt)
 	}
+	if err := t.validateText(); err != nil {
+		return err
+	}
 	if err := t.validateKind(); err != nil {
 		return err
 	}

@@ -56,8 +56,8 @@ func TestDecodeTaskRefusesWithStableCodes(t *testing.T) {
 		{name: "too many outputs", mut: func(t *messages.Task) { t.Outputs = make([]string, messages.MaxOutputPatterns+1) }, code: messages.CodeTooLarge, field: "outputs"},
 		{name: "negative timeout", mut: func(t *messages.Task) { t.Limits.WallTimeoutMS = -5 }, code: messages.CodeInvalidField, field: "limits.wall_timeout_ms"},
 		{name: "absurd timeout", mut: func(t *messages.Task) { t.Limits.WallTimeoutMS = 1 << 50 }, code: messages.CodeInvalidField, field: "limits.wall_timeout_ms"},
-		{name: "traversal", mut: func(t *messages.Task) { t.Files = map[string]string{"a/../../x": ""} }, code: messages.CodePathTraversal, field: "files"},
-		{name: "absolute file", mut: func(t *messages.Task) { t.Files = map[string]string{"/etc/passwd": ""} }, code: messages.CodePathTraversal, field: "files"},
+		{name: "traversal", mut: func(t *messages.Task) { t.Files = map[string]messages.Bytes{"a/../../x": nil} }, code: messages.CodePathTraversal, field: "files"},
+		{name: "absolute file", mut: func(t *messages.Task) { t.Files = map[string]messages.Bytes{"/etc/passwd": nil} }, code: messages.CodePathTraversal, field: "files"},
 		{name: "cwd traversal", mut: func(t *messages.Task) { t.Cwd = ".." }, code: messages.CodePathTraversal, field: "cwd"},
 		{name: "reserved env", mut: func(t *messages.Task) { t.Env = map[string]string{"HOME": "/root"} }, code: messages.CodeInvalidField, field: "env"},
 		{name: "bad env name", mut: func(t *messages.Task) { t.Env = map[string]string{"A=B": "x"} }, code: messages.CodeInvalidField, field: "env"},
@@ -74,7 +74,7 @@ func TestDecodeTaskRefusesWithStableCodes(t *testing.T) {
 		{name: "exec with verify", mut: func(t *messages.Task) {
 			t.Verify = &messages.VerifySpec{Theorem: "x", Statement: "True", Proof: "exact I."}
 		}, code: messages.CodeContradictory, field: "verify"},
-		{name: "oversize", mut: func(t *messages.Task) { t.Stdin = strings.Repeat("x", messages.MaxTaskBytes) }, code: messages.CodeTooLarge},
+		{name: "oversize", mut: func(t *messages.Task) { t.Stdin = messages.Bytes(strings.Repeat("x", messages.MaxTaskBytes)) }, code: messages.CodeTooLarge},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -218,7 +218,7 @@ func decodeTaskLine(data []byte) (messages.Task, error) {
 			Msg: fmt.Sprintf("line is %d bytes, at most %d; put large inputs in files or split the task", len(data), messages.MaxTaskBytes)}
 	}
 	if !utf8.Valid(data) {
-		return t, &messages.Error{Code: messages.CodeInvalidUTF8, Msg: "not valid UTF-8; base64-encode binary content"}
+		return t, &messages.Error{Code: messages.CodeInvalidUTF8, Msg: `not valid UTF-8; give binary stdin or file content as {"base64": "..."}`}
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()

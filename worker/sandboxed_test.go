@@ -92,7 +92,7 @@ func TestCommandNotFoundFailsAtOnce(t *testing.T) {
 	// (Validation refuses an argument over the kernel's limit before it
 	// reaches a worker; the sandbox tests cover E2BIG.)
 	script := execTask("exec", "not-executable", "./script")
-	script.Files = map[string]string{"script": "#!/bin/sh\necho ran\n"} // written 0644
+	script.Files = map[string]messages.Bytes{"script": messages.Bytes("#!/bin/sh\necho ran\n")} // written 0644
 	publish(t, b.JS,
 		execTask("exec", "control", "/bin/echo", "ran"),
 		execTask("exec", "missing", "nosuchcmd"),

@@ -1,9 +1,9 @@
 package worker
 
 import (
+	"bytes"
 	"io"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/warrenhq/warren/messages"
@@ -15,7 +15,7 @@ import (
 func specFor(t *messages.Task, stdout, stderr io.Writer, disk int64, out *outputCollector) sandbox.Spec {
 	files := make(map[string][]byte, len(t.Files))
 	for p, c := range t.Files {
-		files[p] = []byte(c)
+		files[p] = c
 	}
 	iso := sandbox.Isolation(t.Isolation)
 	if iso == sandbox.IsolationAuto {
@@ -29,7 +29,7 @@ func specFor(t *messages.Task, stdout, stderr io.Writer, disk int64, out *output
 		Finished:  finished,
 		Argv:      t.Command(),
 		Env:       t.Env,
-		Stdin:     strings.NewReader(t.Stdin),
+		Stdin:     bytes.NewReader(t.Stdin),
 		Stdout:    stdout,
 		Stderr:    stderr,
 		Files:     files,

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"crypto/rand"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"os"
@@ -100,6 +102,26 @@ func TestClientBinaryExecsTheHost(t *testing.T) {
 		out, code = run(fresh, warren, "exec", "--stdin", "--", "cat")
 		require.Equal(t, 0, code, out)
 		require.Equal(t, "from stdin\n", out)
+	})
+
+	// Any bytes reach the command as given: 100,000 random bytes on stdin
+	// and in a --file (a JSON string field would turn each invalid UTF-8
+	// byte into three).
+	t.Run("exec carries binary stdin and files unchanged", func(t *testing.T) {
+		fresh := append(env, "WARREN_DATA_DIR="+t.TempDir())
+		bin := make([]byte, 100_000)
+		_, err := rand.Read(bin)
+		require.NoError(t, err)
+		sum := fmt.Sprintf("%x", sha256.Sum256(bin))
+		tool := filepath.Join(t.TempDir(), "tool.bin")
+		require.NoError(t, os.WriteFile(tool, bin, 0o644))
+		stdin = string(bin)
+		out, code := run(fresh, warren, "exec", "--stdin", "--", "sh", "-c", "cat >in; wc -c <in; sha256sum <in")
+		require.Equal(t, 0, code, out)
+		require.Equal(t, "100000\n"+sum+"  -\n", out)
+		out, code = run(fresh, warren, "exec", "--file", "bin/t="+tool, "--", "sha256sum", "bin/t")
+		require.Equal(t, 0, code, out)
+		require.Equal(t, sum+"  bin/t\n", out)
 	})
 
 	t.Run("up execs warren-host; exec reaches it", func(t *testing.T) {

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/warrenhq/warren/messages"
@@ -23,7 +25,8 @@ type execCmd struct {
 	Network       string            `name:"network" default:"none" enum:"none,loopback" help:"Network policy: none or loopback."`
 	Env           map[string]string `name:"env" short:"e" help:"KEY=VALUE added to the command's environment (repeatable)."`
 	Secrets       []string          `name:"secret" help:"NAME: pass your environment variable NAME to the command as a secret: sealed to the pool's key, masked in its output (repeatable)."`
-	Stdin         bool              `name:"stdin" help:"Read standard input fully and give it to the command."`
+	Stdin         bool              `name:"stdin" help:"Read standard input fully and give it to the command (any bytes)."`
+	Files         []string          `name:"file" short:"f" help:"LOCAL or DEST=LOCAL: put a local file (any bytes, e.g. a static tool) in the command's home as DEST, by default its base name (repeatable). Files are written mode 0644: chmod +x one to run it. The whole task must stay under 1 MiB." placeholder:"[DEST=]LOCAL"`
 	QueueUnserved bool              `name:"queue-unserved" help:"Queue the command and wait even when no live worker serves its pool/profile; without it, exec fails at once naming what is served."`
 	Cmd           []string          `arg:"" passthrough:"partial" help:"Command and arguments; put -- before them when they start with a dash."`
 }
@@ -51,6 +54,9 @@ func (c *execCmd) Run(g *globals) error {
 		}
 		task.Secrets[name] = v
 	}
+	if err := c.addFiles(&task); err != nil {
+		return err
+	}
 	if c.Stdin {
 		data, err := io.ReadAll(io.LimitReader(g.IO.In, messages.MaxTaskBytes+1))
 		if err != nil {
@@ -59,7 +65,7 @@ func (c *execCmd) Run(g *globals) error {
 		if len(data) > messages.MaxTaskBytes {
 			return fmt.Errorf("--stdin: input exceeds %d bytes; put it in a file the command reads", messages.MaxTaskBytes)
 		}
-		task.Stdin = string(data)
+		task.Stdin = data
 	}
 	s, client, err := g.client("warren-exec", true)
 	if err != nil {
@@ -87,6 +93,45 @@ func (c *execCmd) Run(g *globals) error {
 		return &exitCodeError{Code: code}
 	}
 	return nil
+}
+
+// addFiles reads each --file into the task's files.
+func (c *execCmd) addFiles(task *messages.Task) error {
+	for _, f := range c.Files {
+		dest, local, ok := strings.Cut(f, "=")
+		if !ok {
+			dest, local = filepath.Base(f), f
+		}
+		data, err := readLimited(local, messages.MaxTaskBytes)
+		if err != nil {
+			return fmt.Errorf("--file %s: %w", f, err)
+		}
+		if task.Files == nil {
+			task.Files = map[string]messages.Bytes{}
+		}
+		if _, dup := task.Files[dest]; dup {
+			return fmt.Errorf("--file %s: %s is given twice; name it with DEST=LOCAL", f, dest)
+		}
+		task.Files[dest] = data
+	}
+	return nil
+}
+
+// readLimited reads a regular file of at most limit bytes.
+func readLimited(path string, limit int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > limit {
+		return nil, fmt.Errorf("over %d bytes, more than a task carries; ship it in a session (warren sandbox cp) instead", limit)
+	}
+	return data, nil
 }
 
 // execExit maps a result to the process exit status and, for outcomes that
