@@ -17,6 +17,11 @@ type HostInfo struct {
 	// with; empty when it holds none. A client that seals to it trusts
 	// whoever can write the registry (see docs/security.md).
 	SealKey string `json:"seal_key,omitempty"`
+	// Ceilings are the largest limits a task may ask for on this host
+	// (worker --max-memory, --max-timeout, --disk, ...): a task above one
+	// is refused at submit and answered invalid (CodeOverCeiling) by the
+	// worker. Zero fields bound nothing.
+	Ceilings Limits `json:"ceilings,omitzero"`
 	// Draining is set once the worker stopped taking tasks (first SIGTERM):
 	// its running tasks finish, then the entry is removed.
 	Draining  bool      `json:"draining,omitempty"`

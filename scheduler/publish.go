@@ -140,7 +140,8 @@ func (c *Client) writeAttemptOne(ctx context.Context, b *Batch) attemptOne {
 		a, ok := m.Attempt(1)
 		if ok {
 			if a.Digest != b.Digest || a.Total != len(b.Tasks) {
-				return fmt.Errorf("%w: batch %q has %d different tasks; choose another batch id", ErrBatchConflict, b.ID, a.Total)
+				return fmt.Errorf("%w: batch %q: %s; a batch id is published once, with one task set: choose another batch id (or replay %s to run it again)",
+					ErrBatchConflict, b.ID, conflictDetail(a, b.Tasks), b.ID)
 			}
 			a1.resume, a1.complete = true, a.Complete
 			return nil
@@ -169,6 +170,31 @@ func (c *Client) dropAttemptOne(ctx context.Context, b *Batch, a1 attemptOne) {
 	if err != nil {
 		c.log.Debug().Err(err).Str("batch", b.ID).Msg("could not remove the manifest of a batch never published")
 	}
+}
+
+// conflictDetail says how tasks differ from the attempt stored: the first
+// id only one side has, or, with the same ids, that a body differs.
+func conflictDetail(a messages.AttemptManifest, tasks []messages.Task) string {
+	stored := make(map[string]bool, len(a.IDs))
+	for _, id := range a.IDs {
+		stored[id] = true
+	}
+	given := make(map[string]bool, len(tasks))
+	for i := range tasks {
+		given[tasks[i].ID] = true
+		if len(a.IDs) > 0 && !stored[tasks[i].ID] {
+			return fmt.Sprintf("task %q is not among the %d stored", tasks[i].ID, a.Total)
+		}
+	}
+	for _, id := range a.IDs {
+		if !given[id] {
+			return fmt.Sprintf("stored task %q is missing", id)
+		}
+	}
+	if len(a.IDs) == 0 {
+		return fmt.Sprintf("%d tasks stored, %d given, with another digest", a.Total, len(tasks))
+	}
+	return "the same task ids, but a task's body differs (the stream keeps the first body of an id and drops a re-publish as a duplicate)"
 }
 
 // taskIDs lists the ids of tasks, in order, for the manifest.

@@ -108,7 +108,20 @@ func TestPublishRefusesConflictingBatch(t *testing.T) {
 	require.NoError(t, err)
 	_, err = x.c.Publish(x.ctx, mustBatch(t, 3, "same"))
 	require.ErrorIs(t, err, scheduler.ErrBatchConflict)
+	require.ErrorContains(t, err, `task "3" is not among the 2 stored`)
 	require.EqualValues(t, 2, x.streamMsgs(t, messages.StreamTasks, messages.BatchTaskFilter("same")))
+
+	// The same ids with another body: refused, not dropped as a duplicate.
+	other := mustBatch(t, 2, "same")
+	other.Tasks[1].Argv = []string{"echo", "another body"}
+	other, err = scheduler.NewBatch(other.Tasks, scheduler.BatchOptions{Batch: "same"})
+	require.NoError(t, err)
+	_, err = x.c.Publish(x.ctx, other)
+	require.ErrorIs(t, err, scheduler.ErrBatchConflict)
+	require.ErrorContains(t, err, "a task's body differs")
+	// The control: the same batch again is no conflict.
+	_, err = x.c.Publish(x.ctx, mustBatch(t, 2, "same"))
+	require.NoError(t, err)
 }
 
 // The manifest is written without looking its bucket up: a broker whose

@@ -89,6 +89,14 @@ type Config struct {
 	// (disk_admission.go). Negative: homes are unbounded (on the host's
 	// disk). Defaults to sandbox.DefaultDisk (1 GiB).
 	DiskBytes int64
+	// Ceilings are the largest limits a task may ask for on this host,
+	// published in the host registry (HostInfo.Ceilings): a task above one
+	// is answered invalid (messages.CodeOverCeiling), never run. Zero
+	// fields take the defaults: wall and CPU time 24 h, memory half the
+	// host's RAM (at least 2 GiB), processes 4096, open files 65536,
+	// output 64 MiB a stream, disk DiskBytes; file size is bounded by the
+	// disk limit alone.
+	Ceilings messages.Limits
 	// DefaultOutputBytes caps captured stdout and stderr each when a task
 	// sets no limit. Defaults to 1 MiB.
 	DefaultOutputBytes int64
@@ -138,6 +146,7 @@ func (c Config) withDefaults() Config {
 	c.RetryMax = cmp.Or(c.RetryMax, 30*time.Second)
 	c.DefaultOutputBytes = cmp.Or(c.DefaultOutputBytes, 1<<20)
 	c.DiskBytes = cmp.Or(c.DiskBytes, sandbox.DefaultDisk)
+	c.Ceilings = withDefaultCeilings(c.Ceilings, c.DiskBytes)
 	c.RegistryInterval = cmp.Or(c.RegistryInterval, 10*time.Second)
 	c.Version = cmp.Or(c.Version, "dev")
 	if len(c.InboxPrefixes) == 0 {

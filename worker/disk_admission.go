@@ -2,6 +2,7 @@ package worker
 
 import (
 	"bufio"
+	"cmp"
 	"fmt"
 	"os"
 	"strconv"
@@ -12,18 +13,11 @@ import (
 )
 
 // diskFor is the disk limit of task t's home: its own limits.disk_bytes,
-// or the worker's. A task asking for more than the worker's limit is
-// invalid here: admission (admitDisk) counted every slot at that limit.
-func (w *Worker) diskFor(t *messages.Task) (int64, *messages.Error) {
-	d := t.Limits.DiskBytes
-	switch {
-	case d == 0:
-		return w.cfg.DiskBytes, nil
-	case w.cfg.DiskBytes > 0 && d > w.cfg.DiskBytes:
-		return 0, &messages.Error{Code: messages.CodeInvalidField, Field: "limits.disk_bytes",
-			Msg: fmt.Sprintf("limits.disk_bytes: %d exceeds this pool's limit %d (worker --disk); ask for less", d, w.cfg.DiskBytes)}
-	}
-	return d, nil
+// or the worker's. More than the worker's limit never gets here: it is the
+// disk ceiling (overCeiling), and admission (admitDisk) counted every slot
+// at that limit.
+func (w *Worker) diskFor(t *messages.Task) int64 {
+	return cmp.Or(t.Limits.DiskBytes, w.cfg.DiskBytes)
 }
 
 // admitDisk refuses a configuration whose slots cannot all hold a home at

@@ -49,7 +49,8 @@ func TestDiskLimits(t *testing.T) {
 	require.Equal(t, messages.StatusFailed, got["max"].Status)
 	require.Equal(t, messages.StatusInvalid, got["over"].Status)
 	require.Equal(t, "limits.disk_bytes", got["over"].Error.Field)
-	require.Contains(t, got["over"].Error.Msg, "worker --disk")
+	require.Equal(t, messages.CodeOverCeiling, got["over"].Error.Code)
+	require.Contains(t, got["over"].Error.Msg, "ceiling of host disk, 1G")
 }
 
 // TestDiskAdmission: a worker whose slots cannot all hold a full home

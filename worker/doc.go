@@ -134,12 +134,17 @@
 // of a run and its stored result (up to two minutes of broker outage) the
 // claim is not renewed.
 //
+// Ceilings: Config.Ceilings are the largest limits a task may ask for
+// (memory, wall and CPU time, processes, open files, output, disk),
+// published in the host record; a task above one is answered invalid with
+// code over_ceiling, naming the limit, and never runs. Clients refuse it
+// before publishing from the same record.
+//
 // Disk: each task's home is bounded by its limits.disk_bytes, else
-// Config.DiskBytes (1 GiB), which is also the most a task may ask
-// (more is invalid, field limits.disk_bytes). Homes are tmpfs, held in
-// memory: New refuses a Capacity × DiskBytes above the host's memory and
-// swap and warns above what is available now (disk_admission.go). A
-// reached limit is the result's disk_full.
+// Config.DiskBytes (1 GiB), which is also its ceiling. Homes are tmpfs,
+// held in memory: New refuses a Capacity × DiskBytes above the host's
+// memory and swap and warns above what is available now. A reached limit
+// is the result's disk_full.
 //
 // Output files (Task.Outputs): read from the home through sandbox/files in
 // Spec.Finished, after the task's tree ended and before teardown (no

@@ -188,11 +188,11 @@ func (w *Worker) execute(ctx context.Context, t *messages.Task, delivery int, se
 		res.WallMS, res.CPUMS, res.PeakMemoryBytes = out.Wall.Milliseconds(), out.CPU.Milliseconds(), out.PeakMemory
 		res.Sandbox = out.InForce
 	default:
-		disk, invalid := w.diskFor(t)
-		if invalid != nil {
+		if invalid := w.overCeiling(t); invalid != nil {
 			res.Status, res.Error = messages.StatusInvalid, invalid
 			return res, nil
 		}
+		disk := w.diskFor(t)
 		out := newOutputCollector(t.Outputs)
 		spec := specFor(t, stdout, stderr, disk, out)
 		spec.UnixSockets = w.unixSockets(t.Profile, spec.Isolation)

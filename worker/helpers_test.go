@@ -69,7 +69,8 @@ type workerOpts struct {
 	logTo      io.Writer            // debug-level log sink; default the test log at warn
 	isolation  []messages.Isolation // Config.Isolation; default none
 	metrics    prometheus.Registerer
-	rotateWait time.Duration // parked pulls' turns with more profiles than slots; default the worker's
+	rotateWait time.Duration   // parked pulls' turns with more profiles than slots; default the worker's
+	ceilings   messages.Limits // Config.Ceilings
 	// beforeStore runs before each result is stored (worker.SetBeforeStore).
 	beforeStore func(*messages.Result)
 }
@@ -99,6 +100,7 @@ func startWorker(t testing.TB, b *brokertest.Broker, name string, o workerOpts) 
 		RetryBase:          50 * time.Millisecond,
 		Logger:             logger,
 		SealKey:            o.sealKey,
+		Ceilings:           o.ceilings,
 
 		TaskStarted: o.started,
 		Metrics:     o.metrics,

@@ -51,7 +51,7 @@ func (w *Worker) register() {
 		ID: w.cfg.HostID, Pool: w.cfg.Pool, Capacity: w.cfg.Capacity,
 		Free:      w.cfg.Capacity - int(w.running.Load()) - int(w.sessions.Load()),
 		Isolation: w.cfg.Isolation, Profiles: w.cfg.profiles(), Version: w.cfg.Version,
-		Draining:  w.draining.Load(),
+		Draining: w.draining.Load(), Ceilings: w.cfg.Ceilings,
 		StartedAt: w.startedAt, UpdatedAt: time.Now().UTC(),
 	}
 	if w.cfg.SealKey != nil {

@@ -40,7 +40,8 @@ type host struct {
 	link    hostLink
 
 	iso      sandbox.Isolation
-	disk     int64 // --disk: each task home's limit (-1 unbounded), and the worker's admission
+	disk     int64           // --disk: each task home's limit (-1 unbounded), and the worker's admission
+	ceilings messages.Limits // --max-*: the largest limits a task may ask for (zero: the worker's defaults)
 	profiles *verify.Profiles
 	sealKey  nkeys.KeyPair
 	obs      *obsServer // nil without --metrics-listen
@@ -62,6 +63,25 @@ type hostLink interface {
 	close()
 }
 
+// ceilingsFrom reads the --max-* flags; zero fields take the worker's
+// defaults.
+func ceilingsFrom(f workerFlags) (messages.Limits, error) {
+	var c messages.Limits
+	if f.MaxMemory != "" {
+		n, err := parseSize(f.MaxMemory)
+		if err != nil {
+			return c, fmt.Errorf("--max-memory: %w", err)
+		}
+		c.MemoryBytes = n
+	}
+	if f.MaxTime < 0 || f.MaxProcesses < 0 {
+		return c, fmt.Errorf("--max-time and --max-processes must not be negative")
+	}
+	c.WallTimeoutMS, c.CPUTimeMS = f.MaxTime.Milliseconds(), f.MaxTime.Milliseconds()
+	c.Processes = f.MaxProcesses
+	return c, nil
+}
+
 // newHost checks f (fail early, before anything runs) and loads what the
 // host needs from files: verify profiles and the seal key.
 // g gives the logger and the inbox prefixes.
@@ -74,6 +94,9 @@ func newHost(g *globals, f workerFlags, link hostLink) (*host, error) {
 	var err error
 	if h.disk, err = parseDisk(f.Disk); err != nil {
 		return nil, fmt.Errorf("--disk: %w", err)
+	}
+	if h.ceilings, err = ceilingsFrom(f); err != nil {
+		return nil, err
 	}
 	if f.VerifyProfiles != "" {
 		h.profiles, err = verify.LoadProfiles(f.VerifyProfiles)
@@ -171,6 +194,7 @@ func (h *host) start(ctx context.Context) error {
 		Pool:               h.f.Pool,
 		Capacity:           h.f.Capacity,
 		DiskBytes:          h.disk,
+		Ceilings:           h.ceilings,
 		ExecProfiles:       h.f.Profiles,
 		UnixSocketProfiles: h.f.UnixSocketProfiles,
 		Runner:             runner,

@@ -40,6 +40,9 @@ type upCmd struct {
 type workerFlags struct {
 	Capacity            int           `help:"Sandbox slots: the most tasks this host runs at once. 0 means one per CPU." default:"0"`
 	Disk                string        `help:"Disk limit of each task's home (a tmpfs: held in memory), also the most a task's limits.disk_bytes may ask; 'unbounded' leaves homes on the host's disk. --capacity × --disk must fit the host's memory and swap." default:"1G" placeholder:"SIZE"`
+	MaxMemory           string        `name:"max-memory" help:"Largest limits.memory_bytes a task may ask for (e.g. 8G); a task above it is refused at submit. Default: half the host's RAM." placeholder:"SIZE"`
+	MaxTime             time.Duration `name:"max-time" help:"Longest wall and CPU time a task may ask for (limits.wall_timeout_ms, cpu_time_ms). Default: 24h."`
+	MaxProcesses        int64         `name:"max-processes" help:"Largest limits.processes a task may ask for. Default: 4096."`
 	Pool                string        `help:"Worker pool to serve." default:"default"`
 	Profiles            []string      `name:"profile" help:"Exec profiles served (repeatable)." default:"default"`
 	UnixSocketProfiles  []string      `name:"unix-socket-profile" help:"Exec profile (one of --profile, repeatable) whose tasks and sandboxes may create AF_UNIX sockets, for programs serving a unix socket in their own home. Needs namespace or layered isolation. Default: none (socket(AF_UNIX) refused)."`

@@ -43,7 +43,7 @@ func writeHostTable(g *globals, hosts []messages.HostInfo, now time.Time) error 
 		return nil
 	}
 	tw := tabwriter.NewWriter(g.IO.Out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "HOST\tPOOL\tSTATE\tFREE/SLOTS\tISOLATION\tPROFILES\tVERSION\tUP\tSEEN")
+	fmt.Fprintln(tw, "HOST\tPOOL\tSTATE\tFREE/SLOTS\tISOLATION\tPROFILES\tMAX-MEM/TIME/DISK\tVERSION\tUP\tSEEN")
 	for _, h := range hosts {
 		iso := make([]string, len(h.Isolation))
 		for i, m := range h.Isolation {
@@ -53,11 +53,27 @@ func writeHostTable(g *globals, hosts []messages.HostInfo, now time.Time) error 
 		if h.Draining {
 			state = "draining"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%s\t%s\t%s\t%s\t%s ago\n", h.ID, h.Pool, state, h.Free, h.Capacity,
-			dash(strings.Join(iso, ",")), dash(strings.Join(h.Profiles, ",")), dash(h.Version),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%s\t%s\t%s\t%s\t%s\t%s ago\n", h.ID, h.Pool, state, h.Free, h.Capacity,
+			dash(strings.Join(iso, ",")), dash(strings.Join(h.Profiles, ",")), ceilingCell(h.Ceilings), dash(h.Version),
 			since(now, h.StartedAt), since(now, h.UpdatedAt))
 	}
 	return tw.Flush()
+}
+
+// ceilingCell shows a host's memory, wall time and disk ceilings ("-"
+// for none): the limits users most often ask for (`--json` has all).
+func ceilingCell(c messages.Limits) string {
+	size := func(n int64) string {
+		if n == 0 {
+			return "-"
+		}
+		return messages.FormatSize(n)
+	}
+	wall := "-"
+	if c.WallTimeoutMS > 0 {
+		wall = strings.TrimSuffix(strings.TrimSuffix((time.Duration(c.WallTimeoutMS)*time.Millisecond).String(), "0s"), "0m")
+	}
+	return size(c.MemoryBytes) + "/" + wall + "/" + size(c.DiskBytes)
 }
 
 func since(now, t time.Time) string {

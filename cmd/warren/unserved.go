@@ -17,13 +17,7 @@ var errUnserved = errors.New("no live worker serves")
 
 // unservedRoutes lists the pool/profile pairs tasks need that no host in
 // the registry serves, and what the registry does serve, both sorted.
-func unservedRoutes(ctx context.Context, client *scheduler.Client, tasks []messages.Task) (missing, served []string, err error) {
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	hosts, err := client.Hosts(ctx)
-	if err != nil {
-		return nil, nil, err
-	}
+func unservedRoutes(hosts []messages.HostInfo, tasks []messages.Task) (missing, served []string) {
 	have := map[string]bool{}
 	for _, h := range hosts {
 		for _, p := range h.Profiles {
@@ -44,7 +38,37 @@ func unservedRoutes(ctx context.Context, client *scheduler.Client, tasks []messa
 	}
 	slices.Sort(missing)
 	slices.Sort(served)
-	return missing, served, nil
+	return missing, served
+}
+
+// overCeiling refuses the first task that asks for a limit above the
+// ceilings of every live host serving its pool/profile (the largest of
+// each, since any of them may take it), naming the task, the limit and
+// the ceiling. Routes no host serves are checkServed's to report.
+func overCeiling(hosts []messages.HostInfo, tasks []messages.Task) error {
+	ceil := map[string]*messages.Limits{}
+	for _, h := range hosts {
+		for _, p := range h.Profiles {
+			r := h.Pool + "/" + p
+			if c, ok := ceil[r]; ok {
+				*c = c.Max(h.Ceilings)
+			} else {
+				c := h.Ceilings
+				ceil[r] = &c
+			}
+		}
+	}
+	for i := range tasks {
+		r := tasks[i].EffectivePool() + "/" + tasks[i].EffectiveProfile()
+		c, ok := ceil[r]
+		if !ok {
+			continue
+		}
+		if e := tasks[i].Limits.Above(*c, "the hosts serving "+r); e != nil {
+			return fmt.Errorf("task %s: %w; nothing was published", tasks[i].ID, e)
+		}
+	}
+	return nil
 }
 
 // checkServed fails fast, before anything is published, when no live
@@ -53,11 +77,17 @@ func unservedRoutes(ctx context.Context, client *scheduler.Client, tasks []messa
 // On an embedded broker with the command's in-process worker (s.local),
 // that worker is all there is, and the error says so.
 func checkServed(g *globals, s *session, client *scheduler.Client, tasks []messages.Task, queue bool) error {
-	missing, served, err := unservedRoutes(g.Ctx, client, tasks)
+	ctx, cancel := context.WithTimeout(g.Ctx, 5*time.Second)
+	defer cancel()
+	hosts, err := client.Hosts(ctx)
 	if err != nil {
 		g.Log.Warn().Err(err).Msg("could not read the host registry to check that a worker serves these tasks")
 		return nil
 	}
+	if err := overCeiling(hosts, tasks); err != nil {
+		return err
+	}
+	missing, served := unservedRoutes(hosts, tasks)
 	if len(missing) == 0 {
 		return nil
 	}
