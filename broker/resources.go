@@ -40,8 +40,8 @@ type StreamConfig struct {
 // Byte limits a stream or bucket gets when it is created without an
 // override. A full stream refuses new messages (DiscardNew): a submit
 // fails with a StoreFullError instead of old, unrun tasks being dropped.
-// Together they reserve about 9.5 GiB per replica of the server's
-// JetStream storage (max_file_store).
+// Together they reserve 14.4 GiB per replica of the server's JetStream
+// storage (max_file_store); FitStorage scales them to a smaller server.
 var DefaultMaxBytes = map[string]int64{
 	messages.StreamTasks:    4 << 30,
 	messages.StreamResults:  4 << 30,

@@ -199,6 +199,22 @@ func (s *Server) HasInterest(subject string) bool {
 	return ns != nil && ns.GlobalAccount().SubscriptionInterest(subject)
 }
 
+// StoreLimit is the running server's JetStream file storage in bytes (its
+// max_file_store: nats-server takes 75% of the free disk of the store
+// directory at start when none is configured); 0 before Start.
+func (s *Server) StoreLimit() int64 {
+	s.mu.Lock()
+	ns := s.ns
+	s.mu.Unlock()
+	if ns == nil {
+		return 0
+	}
+	if c := ns.JetStreamConfig(); c != nil {
+		return c.MaxStore
+	}
+	return 0
+}
+
 // Connect opens an in-process connection to the server.
 func (s *Server) Connect(opts ...nats.Option) (*nats.Conn, error) {
 	s.mu.Lock()

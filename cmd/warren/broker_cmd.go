@@ -12,6 +12,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
 	"github.com/warrenhq/warren/broker"
 	"github.com/warrenhq/warren/broker/embedded"
 )
@@ -102,7 +103,7 @@ func (f *brokerFlags) startServer(g *globals) (*embedded.Server, error) {
 		return nil, err
 	}
 	defer nc.Close()
-	if err := setupStreams(g.Ctx, nc); err != nil {
+	if err := setupStreams(g.Ctx, nc, fitTo(g, srv, zerolog.WarnLevel)); err != nil {
 		// Incompatible streams: serve anyway, so `warren setup --nats`
 		// can fix them; workers and clients refuse until then.
 		var inc *broker.IncompatibleError

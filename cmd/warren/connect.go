@@ -25,7 +25,10 @@ type session struct {
 	// stampDir is the data dir of the recorded broker this session dialed
 	// ("" for any other): where its setup is stamped (setup_stamp.go).
 	stampDir string
-	closers  []func()
+	// fit sizes the streams an embedded broker's setup creates to its
+	// storage; nil on a dialed broker.
+	fit     *broker.Fit
+	closers []func()
 }
 
 // Close releases the connection and anything started for it, last first.
@@ -117,7 +120,7 @@ func (s *session) init(ctx context.Context) error {
 	if err := broker.CheckJetStream(ctx, js, s.NC); err != nil {
 		return err
 	}
-	if err := setupStreams(ctx, s.NC); err != nil {
+	if err := setupStreams(ctx, s.NC, s.fit); err != nil {
 		return err
 	}
 	if s.stampDir != "" {
@@ -129,12 +132,18 @@ func (s *session) init(ctx context.Context) error {
 // setupStreams creates the streams and buckets that are missing and checks
 // the others are compatible; it changes nothing an operator set (that is
 // `warren setup`'s job).
-func setupStreams(ctx context.Context, nc *nats.Conn) error {
+// An embedded broker's streams are sized to its storage (fit, nil for a
+// broker of its own).
+func setupStreams(ctx context.Context, nc *nats.Conn, fit *broker.Fit) error {
 	js, err := jetstream.New(nc)
 	if err != nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	return broker.Setup(ctx, js, broker.StreamConfig{})
+	var sc broker.StreamConfig
+	if fit != nil {
+		sc.MaxBytes = fit.MaxBytes
+	}
+	return broker.Setup(ctx, js, sc)
 }

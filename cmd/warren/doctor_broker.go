@@ -71,6 +71,7 @@ func brokerChecks(ctx context.Context, g *globals, url string) []sandbox.Check {
 		cluster = fmt.Sprintf("cluster %s of %d servers", name, size)
 	}
 	add("JetStream", true, cluster, "")
+	add("JetStream storage", true, storageDetail(ctx, js), "")
 	sts, err := broker.Check(ctx, js, broker.StreamConfig{})
 	if err != nil {
 		add("streams", false, err.Error(), "connect with admin credentials (--creds admin.creds)")
@@ -101,6 +102,36 @@ func brokerChecks(ctx context.Context, g *globals, url string) []sandbox.Check {
 		}
 	}
 	return out
+}
+
+// storageDetail says what the streams reserve (their byte limits) and
+// store, against the defaults' total and the account's limit when it has
+// one (a server's own max_file_store is not visible to clients).
+func storageDetail(ctx context.Context, js jetstream.JetStream) string {
+	var reserved, stored uint64
+	l := js.ListStreams(ctx)
+	for info := range l.Info() {
+		if info.Config.MaxBytes > 0 {
+			reserved += uint64(info.Config.MaxBytes) * uint64(max(info.Config.Replicas, 1))
+		}
+		stored += info.State.Bytes
+	}
+	d := fmt.Sprintf("streams and buckets reserve %s and store %s (Warren's defaults reserve %s per replica; `warren setup --max-bytes` changes them)",
+		humanBytes(reserved), humanBytes(stored), humanBytes(uint64(broker.DefaultReservation())))
+	if ai, err := js.AccountInfo(ctx); err == nil && ai.Limits.MaxStore > 0 {
+		d += fmt.Sprintf("; the account may store %s", humanBytes(uint64(ai.Limits.MaxStore)))
+	}
+	return d
+}
+
+// humanBytes prints n to one decimal of its unit.
+func humanBytes(n uint64) string {
+	for i, unit := range []string{"TiB", "GiB", "MiB", "KiB"} {
+		if m := uint64(1) << (10 * (4 - i)); n >= m {
+			return fmt.Sprintf("%.1f %s", float64(n)/float64(m), unit)
+		}
+	}
+	return fmt.Sprintf("%d B", n)
 }
 
 func onOff(on bool, yes, no string) string {

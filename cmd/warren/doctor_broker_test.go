@@ -16,6 +16,7 @@ func TestDoctorReportsTheBroker(t *testing.T) {
 	out, stderr, code := e.run(t, "doctor")
 	require.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", out, stderr)
 	require.Regexp(t, `ok\s+JetStream\s+a single server`, out)
+	require.Regexp(t, `ok\s+JetStream storage\s+streams and buckets reserve [0-9.]+ GiB and store`, out)
 	require.Regexp(t, `ok\s+stream WARREN_TASKS\s+1 replica\(s\), compatible`, out)
 	require.Regexp(t, `ok\s+bucket warren_claims\s+1 replica\(s\), compatible`, out)
 	require.Regexp(t, `ok\s+broker auth\s+not required`, out, "plaintext without auth is fine on loopback, but said")

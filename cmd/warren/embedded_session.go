@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nkeys"
 	"github.com/rs/zerolog"
+	"github.com/warrenhq/warren/broker"
 	"github.com/warrenhq/warren/broker/embedded"
 	"github.com/warrenhq/warren/messages"
 )
@@ -40,7 +41,7 @@ func (g *globals) embeddedSession(ctx context.Context, name string) (*session, e
 		return nil, err
 	}
 	s.closers = append(s.closers, nc.Close)
-	s.NC, s.Embedded = nc, true
+	s.NC, s.Embedded, s.fit = nc, true, fitTo(g, srv, zerolog.DebugLevel)
 	s.localWorker = func(ctx context.Context) error { return g.startLocalWorker(ctx, s) }
 	g.Log.Debug().Str("data_dir", g.DataDir).Msg("no broker reachable: using an embedded one")
 	return s, nil
@@ -85,3 +86,14 @@ func (sessionLink) close()                                     {}
 // has the embedded broker, so there is nothing to do: the command starts
 // one when it connects and finds none (embeddedSession).
 func (g *globals) hostIfNoBroker() error { return nil }
+
+// fitTo sizes the fleet's streams to an embedded broker's storage, saying
+// so at level when the defaults do not fit (`warren up` warns; a one-off
+// command's broker, started for each command, only logs it at debug).
+func fitTo(g *globals, srv *embedded.Server, level zerolog.Level) *broker.Fit {
+	f := broker.FitStorage(srv.StoreLimit())
+	if f.Scaled {
+		g.Log.WithLevel(level).Str("data_dir", g.DataDir).Msg(f.String())
+	}
+	return &f
+}

@@ -1,0 +1,48 @@
+//go:build !client
+
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/require"
+	"github.com/warrenhq/warren/broker"
+	"github.com/warrenhq/warren/broker/embedded"
+	"golang.org/x/sys/unix"
+)
+
+// TestEmbeddedBrokerFitsASmallDisk: on a data dir with 4 GiB of disk
+// (nats-server gives JetStream 75% of it), a command's embedded broker
+// sizes the streams to it and works. The control: the default limits on
+// the same disk are refused as more than the server's storage.
+func TestEmbeddedBrokerFitsASmallDisk(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("mounts a tmpfs: needs root (CI runs as root)")
+	}
+	disk := t.TempDir()
+	require.NoError(t, unix.Mount("tmpfs", disk, "tmpfs", 0, "size=4g"))
+	t.Cleanup(func() { _ = unix.Unmount(disk, unix.MNT_DETACH) })
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+
+	r := runClientIn(t, ctx, "", filepath.Join(disk, "data"), "", "hosts")
+	require.NoError(t, r.err, r.stderr)
+
+	srv, err := embedded.New(embedded.Config{DataDir: filepath.Join(disk, "control"), DontListen: true})
+	require.NoError(t, err)
+	require.NoError(t, srv.Start(ctx))
+	t.Cleanup(srv.Stop)
+	require.Less(t, srv.StoreLimit(), broker.DefaultReservation(), "the disk is too small for the defaults, or this test shows nothing")
+	nc, err := srv.Connect()
+	require.NoError(t, err)
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	require.NoError(t, err)
+	err = broker.Setup(ctx, js, broker.StreamConfig{})
+	require.ErrorContains(t, err, "insufficient storage resources")
+}
