@@ -24,6 +24,9 @@ type PinnedPoolKeys struct {
 	Broker string
 	// OnFirstUse, when set, is told of each pin made on first use.
 	OnFirstUse func(pool string, pin Pin)
+	// Repin is the command that pins key for pool, shown in a refusal.
+	// Defaults to "warren keys pin --pool POOL KEY".
+	Repin func(pool, key string) string
 }
 
 // PoolKey returns the pool's pinned key, pinning the registry's on first
@@ -62,7 +65,7 @@ func (p PinnedPoolKeys) checkPinned(hosts []messages.HostInfo, pool string, pin 
 			continue
 		}
 		if h.SealKey != pin.Key {
-			return "", &SealKeyMismatchError{Broker: p.Broker, Pool: pool, Host: h.ID, Pinned: pin, Found: h.SealKey}
+			return "", &SealKeyMismatchError{Broker: p.Broker, Pool: pool, Host: h.ID, Pinned: pin, Found: h.SealKey, Repin: p.repin(pool, h.SealKey)}
 		}
 		found = true
 	}
@@ -72,6 +75,13 @@ func (p PinnedPoolKeys) checkPinned(hosts []messages.HostInfo, pool string, pin 
 	return pin.Key, nil
 }
 
+func (p PinnedPoolKeys) repin(pool, key string) string {
+	if p.Repin != nil {
+		return p.Repin(pool, key)
+	}
+	return fmt.Sprintf("warren keys pin --pool %s %s", pool, key)
+}
+
 // SealKeyMismatchError refuses to seal a pool's secrets: a live host of
 // the pool publishes a seal key that is not the one the client pinned. It
 // matches messages.ErrSecretsUnavailable under errors.Is.
@@ -79,17 +89,17 @@ type SealKeyMismatchError struct {
 	Broker, Pool, Host string
 	Pinned             Pin
 	Found              string // the key the host publishes
+	Repin              string // the command that pins Found
 }
 
 func (e *SealKeyMismatchError) Error() string {
 	return fmt.Sprintf("%s: secrets: refusing to seal secrets for pool %q at %s: host %q publishes seal key %s, "+
 		"but the pool's key was %s %s as %s. A new key is either the pool's operator rotating it or someone "+
 		"else's key in the host registry, who could read the secrets. Check the new fingerprint with the operator "+
-		"(`warren keys show --fingerprint --dir DIR --pool %s` where the pool's key is), and if it is theirs, pin it: "+
-		"warren keys pin --pool %s %s",
+		"(`warren keys show --fingerprint --dir DIR --pool %s` where the pool's key is), and if it is theirs, pin it: %s",
 		messages.CodeSecretsUnavailable, e.Pool, e.Broker, e.Host, KeyFingerprint(e.Found),
 		e.Pinned.Source.describe(), e.Pinned.PinnedAt.Format("2006-01-02 15:04:05Z07:00"), KeyFingerprint(e.Pinned.Key),
-		e.Pool, e.Pool, e.Found)
+		e.Pool, e.Repin)
 }
 
 // Is matches messages.ErrSecretsUnavailable: the batch is refused for

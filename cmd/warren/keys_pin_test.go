@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -53,7 +54,7 @@ func requireSealRefused(t *testing.T, stderr string, code int, host, pinned, fou
 	t.Helper()
 	require.NotZero(t, code, "exec --secret sealed to a key other than the pinned one")
 	for _, want := range []string{`pool "default"`, `host "` + host + `"`, scheduler.KeyFingerprint(pinned), scheduler.KeyFingerprint(found),
-		"warren keys pin --pool default " + found, "secrets_unavailable"} {
+		"warren keys pin --nats ", " --pool default " + found, "secrets_unavailable"} {
 		require.Contains(t, stderr, want)
 	}
 }
@@ -113,8 +114,11 @@ func TestE2ESealKeyPinnedOnFirstUse(t *testing.T) {
 	_, stderr, code = secretExec(t, e.cmd)
 	requireSealRefused(t, stderr, code, host, rogue, real)
 	require.Contains(t, stderr, "pinned explicitly")
-	_, stderr, code = e.run(t, "keys", "pin", "--pool", "default", real)
-	require.Zero(t, code, stderr)
+	m := regexp.MustCompile(`warren (keys pin [^\n]*)`).FindStringSubmatch(stderr)
+	require.NotNil(t, m, stderr)
+	_, pinErr, code := e.run(t, strings.Fields(m[1])...) // the command the refusal printed, as given
+	require.Zero(t, code, pinErr)
+	require.Contains(t, pinErr, "replacing "+scheduler.KeyFingerprint(rogue))
 	out, stderr, code = secretExec(t, e.cmd)
 	require.Zero(t, code, stderr)
 	require.Equal(t, "tok=***\n", out)

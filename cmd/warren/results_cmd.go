@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/warrenhq/warren/messages"
 	"github.com/warrenhq/warren/scheduler"
@@ -65,11 +66,31 @@ func (g *globals) registryKeys(s *session, c *scheduler.Client) scheduler.PoolKe
 	if s.Embedded {
 		return scheduler.RegistryPoolKeys{Client: c}
 	}
-	return scheduler.PinnedPoolKeys{Client: c, Pins: g.pins(s.URL), Broker: s.URL,
+	return scheduler.PinnedPoolKeys{Client: c, Pins: g.pins(s.URL), Broker: s.URL, Repin: g.repinCommand(s.URL),
 		OnFirstUse: func(pool string, pin scheduler.Pin) {
 			g.Log.Warn().Str("pool", pool).Str("key", pin.Key).Str("fingerprint", scheduler.KeyFingerprint(pin.Key)).Str("broker", s.URL).
 				Msg("pinned the seal key the pool's workers publish in the host registry on first use: secrets for this pool are sealed to it from now on, and a host publishing another key is refused (`warren keys pin` changes it)")
 		}}
+}
+
+// repinCommand is the `warren keys pin` that pins a key for the broker at
+// url in this command's data dir.
+func (g *globals) repinCommand(url string) func(pool, key string) string {
+	dataDir := ""
+	if g.DataDir != defaultDataDir() {
+		dataDir = " --data-dir " + shellQuote(g.DataDir)
+	}
+	return func(pool, key string) string {
+		return fmt.Sprintf("warren keys pin --nats %s%s --pool %s %s", shellQuote(url), dataDir, pool, key)
+	}
+}
+
+// shellQuote quotes s for a shell when it needs it.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:,@=+") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // pins is the data dir's pinned seal keys for the broker at url.
