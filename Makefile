@@ -10,10 +10,12 @@ LDFLAGS  := -X main.version=$(VERSION)
 # gives setpriv for the unprivileged test run.
 APT_PACKAGES := coq libcoq-core-ocaml-dev bubblewrap python3 util-linux passwd e2fsprogs
 STATICCHECK  := honnef.co/go/tools/cmd/staticcheck@v0.8.2
+# The stock nats CLI the docs' walkthroughs are run with (cmd/warren tests).
+NATSCLI      := github.com/nats-io/natscli/nats@v0.5.0
 # Packages with concurrency worth the race detector on every `make test`.
 RACE_PKGS := ./messages/... ./broker/... ./worker/... ./scheduler/... ./sandbox/... ./verify/...
 
-.PHONY: help deps build test test-go test-race lint bench demo clean
+.PHONY: help deps tools build test test-go test-race lint bench demo clean
 
 help: ## Show this help
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-22s %s\n", $$1, $$2}'
@@ -26,6 +28,13 @@ deps: ## Install the Debian packages the tests and demo need (as root) if missin
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
 	fi
 
+tools: ## Install the Go tools the tests run (natscli into $(HOME)/go/bin) if missing
+	@want=$(lastword $(subst @, ,$(NATSCLI))); \
+	if [ "$$(nats --version 2>/dev/null)" != "$$want" ]; then \
+		echo "installing $(NATSCLI)"; \
+		cd / && GOBIN=$(HOME)/go/bin GOFLAGS= GOWORK=off CGO_ENABLED=0 $(GO) install $(NATSCLI); \
+	fi
+
 # All static (no cgo): no dynamic loader and libc start (its CPU probing
 # alone is ~2 ms of a client command in a VM), pure-Go resolver and user lookup.
 build: ## Build bin/warren (the client), bin/warren-host (broker, worker, doctor) and the sandbox binaries beside them
@@ -34,7 +43,7 @@ build: ## Build bin/warren (the client), bin/warren-host (broker, worker, doctor
 	CGO_ENABLED=0 $(GO) build -o $(dir $(BIN))warren-sandbox-init ./cmd/warren-sandbox-init
 	CGO_ENABLED=0 $(GO) build -o $(dir $(BIN))warren-sandbox-agent ./cmd/warren-sandbox-agent
 
-test: deps build ## Run every test: root suite, unprivileged sandbox suite, race detector on the concurrent packages
+test: deps tools build ## Run every test: root suite, unprivileged sandbox suite, race detector on the concurrent packages
 	$(MAKE) --no-print-directory test-go
 	$(MAKE) --no-print-directory test-sandbox-unpriv
 	$(MAKE) --no-print-directory test-race

@@ -310,7 +310,11 @@ func (d *AuthDir) addPrincipal(p Principal, file string) (string, error) {
 	}
 	p.PublicKey, p.CreatedAt = pub, time.Now().UTC()
 	path := filepath.Join(d.Dir, file)
-	if err := writeSecret(path, FormatCreds(p, seed)); err != nil {
+	creds, err := FormatCreds(p, seed)
+	if err != nil {
+		return "", err
+	}
+	if err := writeSecret(path, creds); err != nil {
 		return "", err
 	}
 	d.State.Principals = append(d.State.Principals, p)
@@ -332,7 +336,7 @@ func (d *AuthDir) addPoolXKey(pool string) error {
 	if err != nil {
 		return err
 	}
-	if err := writeSecret(filepath.Join(d.Dir, "pool-"+pool+".xkey"), append(seed, '\n')); err != nil {
+	if err := writeSecret(PoolXKeyPath(d.Dir, pool), append(seed, '\n')); err != nil {
 		return err
 	}
 	if d.State.PoolXKeys == nil {
@@ -341,6 +345,10 @@ func (d *AuthDir) addPoolXKey(pool string) error {
 	d.State.PoolXKeys[pool] = pub
 	return nil
 }
+
+// PoolXKeyPath is the seed file of pool's curve key in auth directory dir:
+// what the pool's workers open sealed secrets with (--seal-key).
+func PoolXKeyPath(dir, pool string) string { return filepath.Join(dir, "pool-"+pool+".xkey") }
 
 // Save writes auth.json and regenerates server.conf (atomically, so a
 // watching broker never reads half a file).

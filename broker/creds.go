@@ -13,9 +13,14 @@ import (
 	"github.com/nats-io/nkeys"
 )
 
-// Creds is what a Warren .creds file says about its holder. The file is a
-// decorated nkey seed (what nats.NkeyOptionFromSeed and the nats CLI's
-// --nkey read) with "# warren-role:" and "# warren-tenant:" comment lines.
+// Creds is what a Warren .creds file says about its holder. The file is
+// two decorated blocks, the user's public key and then its nkey seed
+// (what nats.NkeyOptionFromSeed and the nats CLI's --nkey read), with
+// "# warren-role:" and "# warren-tenant:" comment lines. The public key
+// comes first because a stock client given the file as JWT credentials
+// (`nats --creds`) sends the first block to the server as the user's JWT:
+// it sends the public key, never the seed, and the server refuses it
+// (Warren's users are nkeys, not JWTs).
 type Creds struct {
 	Path   string
 	Role   Role
@@ -23,20 +28,39 @@ type Creds struct {
 	Pool   string // workers
 }
 
-// FormatCreds renders a creds file for p with the given seed.
-func FormatCreds(p Principal, seed []byte) []byte {
+// FormatCreds renders a creds file for p with the given user seed; the
+// public key block is the seed's.
+func FormatCreds(p Principal, seed []byte) ([]byte, error) {
+	kp, err := nkeys.FromSeed(seed)
+	if err != nil {
+		return nil, fmt.Errorf("creds for %q: %w", p.Name, err)
+	}
+	defer kp.Wipe()
+	pub, err := kp.PublicKey()
+	if err != nil {
+		return nil, fmt.Errorf("creds for %q: %w", p.Name, err)
+	}
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "# Warren credentials for %s %q. Keep this file secret: it is the key.\n", p.Role, p.Name)
 	fmt.Fprintf(&b, "# warren-role: %s\n", p.Role)
 	if t := p.Tenant(); t != "" {
 		fmt.Fprintf(&b, "# warren-tenant: %s\n", t)
+		fmt.Fprintf(&b, "# With the nats CLI: nats --nkey FILE --inbox-prefix %s --js-api-prefix '%s' (docs/protocol.md, \"As a tenant\").\n", TenantInbox(t), TenantAPIPrefix)
 	}
 	if p.Pool != "" {
 		fmt.Fprintf(&b, "# warren-pool: %s\n", p.Pool)
 	}
+	fmt.Fprintf(&b, "%s\n%s\n%s\n", credsPublicBegin, pub, credsPublicEnd)
 	fmt.Fprintf(&b, "-----BEGIN USER NKEY SEED-----\n%s\n------END USER NKEY SEED------\n", seed)
-	return b.Bytes()
+	return b.Bytes(), nil
 }
+
+// The public key block of a creds file: the first decorated block, which
+// stock clients take for a JWT.
+const (
+	credsPublicBegin = "-----BEGIN USER NKEY PUBLIC KEY-----"
+	credsPublicEnd   = "------END USER NKEY PUBLIC KEY------"
+)
 
 // LoadCreds reads a creds file and checks it holds a user seed.
 func LoadCreds(path string) (*Creds, error) {
@@ -56,11 +80,9 @@ func LoadCreds(path string) (*Creds, error) {
 // the holder is taken for an admin (a plain nkey seed file): the server
 // decides what it may do, the role only chooses the client's API prefix.
 func ParseCreds(data []byte) (*Creds, error) {
-	kp, err := nkeys.ParseDecoratedUserNKey(data)
-	if err != nil {
-		return nil, fmt.Errorf("%w (want a file written by `warren auth`)", err)
+	if err := checkCredsKeys(data); err != nil {
+		return nil, err
 	}
-	kp.Wipe()
 	c := &Creds{Role: RoleAdmin}
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	for sc.Scan() {
@@ -95,6 +117,30 @@ func ParseCreds(data []byte) (*Creds, error) {
 		return nil, fmt.Errorf("unknown warren-role %q (want admin, worker or submitter)", c.Role)
 	}
 	return c, nil
+}
+
+// checkCredsKeys checks that data holds a user seed and, when it has a
+// public key block before it (every file `warren auth` writes), that the
+// block is the seed's public key: what a stock client sends as its JWT is
+// then never anything but the public key.
+func checkCredsKeys(data []byte) error {
+	kp, err := nkeys.ParseDecoratedUserNKey(data)
+	if err != nil {
+		return fmt.Errorf("%w (want a file written by `warren auth`)", err)
+	}
+	defer kp.Wipe()
+	first, err := nkeys.ParseDecoratedJWT(data)
+	if err != nil || !bytes.Contains(data, []byte(credsPublicBegin)) {
+		return err // a bare seed file (older Warren, or nsc): nothing to check
+	}
+	pub, err := kp.PublicKey()
+	if err != nil {
+		return err
+	}
+	if first != pub {
+		return fmt.Errorf("its public key block %q is not its seed's public key %s (want a file written by `warren auth`)", first, pub)
+	}
+	return nil
 }
 
 // ClientAuth is how a client proves who it is and checks the server.

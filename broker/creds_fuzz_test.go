@@ -31,7 +31,9 @@ func TestParseCreds(t *testing.T) {
 		{"unknown role", broker.Principal{Name: "x", Role: "root"}, "unknown warren-role"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c, err := broker.ParseCreds(broker.FormatCreds(tc.p, seed))
+			data, err := broker.FormatCreds(tc.p, seed)
+			require.NoError(t, err)
+			c, err := broker.ParseCreds(data)
 			if tc.err != "" {
 				require.ErrorContains(t, err, tc.err)
 				return
@@ -50,8 +52,11 @@ func TestParseCreds(t *testing.T) {
 // and a submitter's tenant is always a valid subject token.
 func FuzzParseCreds(f *testing.F) {
 	seed := userSeed(f)
-	f.Add(broker.FormatCreds(broker.Principal{Name: "alice", Role: broker.RoleSubmitter}, seed))
-	f.Add(broker.FormatCreds(broker.Principal{Name: "worker", Role: broker.RoleWorker, Pool: "default"}, seed))
+	for _, p := range []broker.Principal{{Name: "alice", Role: broker.RoleSubmitter}, {Name: "worker", Role: broker.RoleWorker, Pool: "default"}} {
+		data, err := broker.FormatCreds(p, seed)
+		require.NoError(f, err)
+		f.Add(data)
+	}
 	f.Add(seed)
 	f.Add([]byte("# warren-role: submitter\n# warren-tenant: a.b\n" + string(seed)))
 	f.Fuzz(func(t *testing.T, data []byte) {

@@ -39,9 +39,11 @@
 // # Secrets
 //
 // Publish seals each task's secrets to its pool's key (Config.PoolKeys:
-// pinned StaticPoolKeys, or RegistryPoolKeys, the key the pool's workers
-// publish) with one ephemeral sender key per batch, before anything is
-// written; a task with secrets and no key refuses the batch. Secret values
+// given keys, StaticPoolKeys; the key the pool's workers publish, pinned
+// on first use in a PinStore and refused when a host publishes another,
+// PinnedPoolKeys; or taken as it is, RegistryPoolKeys) with one ephemeral
+// sender key per batch, before anything is written; a task with secrets
+// and no key refuses the batch. Secret values
 // are not part of the batch digest (a digest of a secret can be tested
 // against guesses), so re-submitting with rotated values is the same batch.
 //

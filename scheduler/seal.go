@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -64,7 +65,10 @@ func (c *Client) seal(ctx context.Context, b *Batch) error {
 			continue
 		}
 		fail := func(err error) {
-			be.Errors = append(be.Errors, &LineError{b.lines[i], &messages.Error{Code: messages.CodeSecretsUnavailable, Field: "secrets", Msg: err.Error()}})
+			if !errors.Is(err, messages.ErrSecretsUnavailable) {
+				err = &messages.Error{Code: messages.CodeSecretsUnavailable, Field: "secrets", Msg: err.Error()}
+			}
+			be.Errors = append(be.Errors, &LineError{b.lines[i], err})
 		}
 		if c.cfg.PoolKeys == nil {
 			fail(fmt.Errorf("task has secrets but no pool key is configured; pass --pool-key (warren keys show prints it)"))
@@ -105,7 +109,7 @@ func (c *Client) seal(ctx context.Context, b *Batch) error {
 // publish in the host registry. Every live host of the pool that has a key
 // must publish the same one. Trusting it means trusting whoever may write
 // the registry: with authentication on, only worker credentials can; on an
-// open bus anyone can, so pin keys with StaticPoolKeys there.
+// open bus anyone can, so pin keys (StaticPoolKeys, PinnedPoolKeys) there.
 type RegistryPoolKeys struct{ Client *Client }
 
 // PoolKey returns the one seal key the pool's live hosts publish.
@@ -114,6 +118,11 @@ func (r RegistryPoolKeys) PoolKey(ctx context.Context, pool string) (string, err
 	if err != nil {
 		return "", err
 	}
+	return registryKey(hosts, pool)
+}
+
+// registryKey is the one seal key pool's hosts publish.
+func registryKey(hosts []messages.HostInfo, pool string) (string, error) {
 	key := ""
 	for _, h := range hosts {
 		switch {
@@ -121,7 +130,7 @@ func (r RegistryPoolKeys) PoolKey(ctx context.Context, pool string) (string, err
 		case key == "":
 			key = h.SealKey
 		case key != h.SealKey:
-			return "", fmt.Errorf("hosts of pool %q publish different seal keys (%s, %s); pin the right one with --pool-key", pool, key, h.SealKey)
+			return "", fmt.Errorf("hosts of pool %q publish different seal keys (%s, %s); pin the right one with --pool-key or `warren keys pin`", pool, KeyFingerprint(key), KeyFingerprint(h.SealKey))
 		}
 	}
 	if key == "" {

@@ -215,6 +215,19 @@ func (s *Server) StoreLimit() int64 {
 	return 0
 }
 
+// HasInterestIn is HasInterest in the named account (a tenant's, on a
+// broker with an auth configuration); false when there is no such account.
+func (s *Server) HasInterestIn(account, subject string) bool {
+	s.mu.Lock()
+	ns := s.ns
+	s.mu.Unlock()
+	if ns == nil {
+		return false
+	}
+	acc, err := ns.LookupAccount(account)
+	return err == nil && acc.SubscriptionInterest(subject)
+}
+
 // Connect opens an in-process connection to the server.
 func (s *Server) Connect(opts ...nats.Option) (*nats.Conn, error) {
 	s.mu.Lock()

@@ -15,6 +15,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nkeys"
 	"github.com/stretchr/testify/require"
 	"github.com/warrenhq/warren/broker"
 	"github.com/warrenhq/warren/messages"
@@ -210,6 +211,45 @@ func TestE2EAuthUp(t *testing.T) {
 	_, stderr, code = runCmd(t, c)
 	require.NotEqual(t, 0, code, "no creds")
 	require.Contains(t, stderr, "Authorization Violation")
+
+	// Secrets need no --seal-key: up opens them with the directory's pool
+	// key, which its worker publishes and carol pins on first use.
+	carol := func(ctx context.Context, args ...string) *exec.Cmd {
+		c := a.plain(ctx, args...)
+		c.Env = append(c.Env, env...)
+		return c
+	}
+	out, stderr, code = secretExec(t, carol)
+	require.Zero(t, code, stderr)
+	require.Equal(t, "tok=***\n", out)
+	require.Contains(t, stderr, "pinned the seal key")
+	d, err := broker.OpenAuthDir(a.dir)
+	require.NoError(t, err)
+	pinned := d.State.PoolXKeys["default"]
+	require.True(t, nkeys.IsValidPublicCurveKey(pinned))
+
+	// Under auth a holder of the pool's worker creds may write its
+	// registry entries: a key of its own is refused all the same.
+	opts, _, err := broker.ClientAuth{CredsFile: filepath.Join(a.dir, broker.WorkerCreds)}.Options()
+	require.NoError(t, err)
+	nc, err := broker.Connect(ctx, a.url, "rogue-worker", opts...)
+	require.NoError(t, err)
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	require.NoError(t, err)
+	kv, err := js.KeyValue(ctx, messages.BucketHosts)
+	require.NoError(t, err)
+	rogueKP, err := nkeys.CreateCurveKeys()
+	require.NoError(t, err)
+	rogue, err := rogueKP.PublicKey()
+	require.NoError(t, err)
+	remove := putRogueHost(t, kv, "rogue-2", rogue)
+	_, stderr, code = secretExec(t, carol)
+	requireSealRefused(t, stderr, code, "rogue-2", pinned, rogue)
+	remove()
+	out, stderr, code = secretExec(t, carol)
+	require.Zero(t, code, "control: the stranger gone: %s", stderr)
+	require.Equal(t, "tok=***\n", out)
 }
 
 func TestE2EBrokerRefusesToListenBeyondLoopbackWithoutAuth(t *testing.T) {

@@ -13,6 +13,7 @@ import (
 // session is a client command's connection to the broker, wherever it is.
 type session struct {
 	NC       *nats.Conn
+	URL      string        // the broker's URL as dialed; "" for an embedded one
 	Creds    *broker.Creds // nil without --creds
 	JS       jetstream.JetStream
 	Embedded bool // an embedded broker was started for this command
@@ -89,7 +90,7 @@ func (g *globals) dialRecorded(ctx context.Context, url, name string, rec *broke
 	if err != nil {
 		return nil, err
 	}
-	s := &session{NC: nc, Creds: creds, closers: []func(){nc.Close}}
+	s := &session{NC: nc, URL: url, Creds: creds, closers: []func(){nc.Close}}
 	if err := checkRecorded(nc, rec, g.DataDir); err != nil {
 		s.Close()
 		return nil, err

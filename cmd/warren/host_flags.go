@@ -50,7 +50,7 @@ type workerFlags struct {
 	InsecureNoIsolation bool          `name:"insecure-no-isolation" help:"Allow --isolation=none: tasks run WITHOUT a sandbox (timeouts, process-group kill, output caps and a cleared environment only). Never for untrusted code."`
 	HostID              string        `name:"host-id" help:"Name of this host in results and the registry (default: hostname-pid)."`
 	VerifyProfiles      string        `name:"verify-profiles" help:"Verify profiles file (see deploy/profiles.yaml). Defaults to the built-in coq profiles. Profiles whose checker is not installed are not offered." type:"path"`
-	SealKey             string        `name:"seal-key" env:"WARREN_SEAL_KEY" help:"The pool's seed file (warren keys init) that opens tasks' sealed secrets. Without it, a task with secrets gets a secrets_unavailable result." type:"path"`
+	SealKey             string        `name:"seal-key" env:"WARREN_SEAL_KEY" help:"The pool's seed file (warren keys init) that opens tasks' sealed secrets. For warren up --auth-dir DIR it defaults to DIR/pool-POOL.xkey when that file exists; otherwise, without it, a task with secrets gets a secrets_unavailable result." type:"path"`
 	MetricsListen       string        `name:"metrics-listen" help:"Serve Prometheus metrics (/metrics) and health checks (/healthz, /readyz) on this host:port, e.g. 127.0.0.1:9464. Off by default."`
 	NoVerdictCache      bool          `name:"no-verdict-cache" help:"Check every proof, never answering one from the shared verdict cache (bucket warren_verdicts)."`
 	DrainTimeout        time.Duration `name:"drain-timeout" help:"On the first SIGTERM/SIGINT, how long running tasks may finish before they are cancelled and handed back to the queue." default:"5m"`

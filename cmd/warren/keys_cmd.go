@@ -8,7 +8,9 @@ import (
 	"strings"
 
 	"github.com/nats-io/nkeys"
+	"github.com/warrenhq/warren/broker"
 	"github.com/warrenhq/warren/messages"
+	"github.com/warrenhq/warren/scheduler"
 )
 
 // keysCmd manages a pool's sealing key pair: workers open task secrets
@@ -16,6 +18,7 @@ import (
 type keysCmd struct {
 	Init keysInitCmd `cmd:"" help:"Create a pool's sealing key: DIR/pool-POOL.xkey (seed, for workers' --seal-key) and DIR/pool-POOL.pub (for submitters' --pool-key)."`
 	Show keysShowCmd `cmd:"" help:"Print a pool's public sealing key (for --pool-key / WARREN_POOL_KEY)."`
+	Pin  keysPinCmd  `cmd:"" help:"Pin the key secrets for a pool of the broker (--nats, or the one warren up recorded) are sealed to, replacing the key pinned on first use."`
 }
 
 type keysDir struct {
@@ -23,7 +26,7 @@ type keysDir struct {
 	Pool string `name:"pool" default:"default" help:"Worker pool the key is for."`
 }
 
-func (k keysDir) seedPath() string { return filepath.Join(k.Dir, "pool-"+k.Pool+".xkey") }
+func (k keysDir) seedPath() string { return broker.PoolXKeyPath(k.Dir, k.Pool) }
 func (k keysDir) pubPath() string  { return filepath.Join(k.Dir, "pool-"+k.Pool+".pub") }
 
 type keysInitCmd struct{ keysDir }
@@ -68,7 +71,10 @@ func (c *keysInitCmd) Run(g *globals) error {
 	return err
 }
 
-type keysShowCmd struct{ keysDir }
+type keysShowCmd struct {
+	keysDir
+	Fingerprint bool `name:"fingerprint" help:"Print the key's fingerprint (SHA256:...), as a refused warren exec --secret shows it, instead of the key."`
+}
 
 func (c *keysShowCmd) Run(g *globals) error {
 	pub := ""
@@ -85,6 +91,9 @@ func (c *keysShowCmd) Run(g *globals) error {
 	}
 	if !nkeys.IsValidPublicCurveKey(pub) {
 		return fmt.Errorf("%s does not hold a public curve key", c.pubPath())
+	}
+	if c.Fingerprint {
+		pub = scheduler.KeyFingerprint(pub)
 	}
 	_, err := fmt.Fprintln(g.IO.Out, pub)
 	return err

@@ -86,7 +86,7 @@ type globals struct {
 	NATS          string        `name:"nats" env:"WARREN_NATS_URL" help:"NATS URL of the broker (e.g. nats://host:4222). Without it, the broker that warren up or warren broker recorded in --data-dir is used while it runs, else client commands start an embedded one in --data-dir. No other local port is ever tried."`
 	RetryFor      time.Duration `name:"retry-for" env:"WARREN_RETRY_FOR" default:"2m" help:"How long a client command keeps retrying while the broker is unavailable (restarting, reconnecting, electing a stream leader) before it gives up; publications are retried with the same message id, so nothing is queued twice."`
 	DataDir       string        `name:"data-dir" env:"WARREN_DATA_DIR" help:"Directory for the embedded broker's store." default:"${default_data_dir}"`
-	PoolKeys      []string      `name:"pool-key" env:"WARREN_POOL_KEY" sep:"," help:"Public key (X...) task secrets are sealed to, or POOL=X... for one pool (repeatable; warren keys show prints it). Without it the key the pool's workers publish in the host registry is used: trust that only on an authenticated bus."`
+	PoolKeys      []string      `name:"pool-key" env:"WARREN_POOL_KEY" sep:"," help:"Public key (X...) task secrets are sealed to, or POOL=X... for one pool (repeatable; warren keys show prints it). Defaults to the key the pool's workers publish in the host registry, pinned on first use in --data-dir's pinned-pool-keys.json (per broker): a host publishing another key then makes the command refuse, until 'warren keys pin' pins the new one."`
 	InboxPrefixes []string      `name:"inbox-prefix" env:"WARREN_INBOX_PREFIX" sep:"," help:"Subject prefixes a task's reply may use besides its batch's events (repeatable). Defaults to _INBOX.; keep clients and workers the same."`
 	LogLevel      string        `name:"log-level" env:"WARREN_LOG_LEVEL" help:"debug, info, warn or error." default:"info" enum:"debug,info,warn,error"`
 	Creds         string        `name:"creds" env:"WARREN_CREDS" help:"Credentials file from 'warren auth' (admin.creds, worker.creds, TENANT.creds) for an authenticated broker." type:"path"`
@@ -112,7 +112,7 @@ type cli struct {
 	Exec    execCmd    `cmd:"" oneproc:"" help:"Run one command somewhere in the fleet, streaming its output; exits with its status."`
 	Verify  verifyCmd  `cmd:"" help:"Check a batch of proofs in sandboxes and report verdicts (exit 1 only if some could not be checked)."`
 
-	Keys keysCmd `cmd:"" help:"Create or show a pool's key for sealed task secrets."`
+	Keys keysCmd `cmd:"" help:"Create or show a pool's key for sealed task secrets; pin the key a client seals to."`
 
 	Sandbox sandboxCmd `cmd:"" oneproc:"" help:"${sandbox_help}"`
 	Doctor  doctorCmd  `cmd:"" help:"Launch a probe sandbox and report what isolation this host supports, and how to fix what is missing."`

@@ -5,6 +5,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -15,11 +17,19 @@ import (
 // checked with.
 const natscliVersion = "v0.5.0"
 
-// natsCLI returns the path of natscli, built once into the user's cache
-// dir from the Go module proxy (the only network CI has). It fails, never
-// skips, when it cannot be built: the walkthrough must be checked.
+// natsCLI returns the path of natscli at natscliVersion: the `nats` on
+// PATH when it is that version (`make tools` installs it there), else one
+// built once into the user's cache dir from the Go module proxy (the only
+// network CI has). It fails, never skips, when it cannot be built: the
+// walkthroughs must be checked.
 func natsCLI(t *testing.T) string {
 	t.Helper()
+	if bin, err := exec.LookPath("nats"); err == nil {
+		out, err := exec.Command(bin, "--version").Output()
+		if err == nil && strings.TrimSpace(string(out)) == natscliVersion {
+			return bin
+		}
+	}
 	cache, err := os.UserCacheDir()
 	if err != nil { // no HOME: still cached, per machine
 		cache = os.TempDir()
@@ -46,4 +56,13 @@ func natsCLI(t *testing.T) string {
 	require.NoError(t, err, "building natscli %s (needs the Go module proxy): %s", natscliVersion, out)
 	require.NoError(t, os.Rename(filepath.Join(tmp, "nats"), bin))
 	return bin
+}
+
+// The Makefile installs the natscli the walkthroughs are checked with.
+func TestMakefileInstallsTheCheckedNatscli(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("..", "..", "Makefile"))
+	require.NoError(t, err)
+	m := regexp.MustCompile(`(?m)^NATSCLI\s*:=\s*github.com/nats-io/natscli/nats@(\S+)$`).FindSubmatch(data)
+	require.NotNil(t, m, "the Makefile pins natscli as NATSCLI := github.com/nats-io/natscli/nats@VERSION")
+	require.Equal(t, natscliVersion, string(m[1]))
 }

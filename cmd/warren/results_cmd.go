@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
+	"strings"
 
 	"github.com/warrenhq/warren/messages"
 	"github.com/warrenhq/warren/scheduler"
@@ -51,27 +53,49 @@ func newSchedulerClient(g *globals, s *session, tune ...func(*scheduler.Config))
 	if err != nil || cfg.PoolKeys != nil {
 		return c, err
 	}
-	// Unpinned: the workers' published key, said out loud unless the broker
-	// is this process's own (it does not listen: only its worker wrote it).
-	cfg.PoolKeys = scheduler.RegistryPoolKeys{Client: c}
-	if !s.Embedded {
-		cfg.PoolKeys = loggedKeys{cfg.PoolKeys, g}
-	}
+	cfg.PoolKeys = g.registryKeys(s, c)
 	return scheduler.New(s.NC, cfg)
 }
 
-// loggedKeys says which registry key secrets are sealed to.
-type loggedKeys struct {
-	inner scheduler.PoolKeys
-	g     *globals
+// registryKeys is where an unpinned client finds a pool's seal key: the
+// key the pool's workers publish in the host registry, pinned on first use
+// in the data dir (pinned-pool-keys.json) and refused when it changes. On
+// an embedded broker it is taken as it is: the broker does not listen, so
+// only this command's own worker (with a new key each time) wrote it.
+func (g *globals) registryKeys(s *session, c *scheduler.Client) scheduler.PoolKeys {
+	if s.Embedded {
+		return scheduler.RegistryPoolKeys{Client: c}
+	}
+	return scheduler.PinnedPoolKeys{Client: c, Pins: g.pins(s.URL), Broker: s.URL, Repin: g.repinCommand(s.URL),
+		OnFirstUse: func(pool string, pin scheduler.Pin) {
+			g.Log.Warn().Str("pool", pool).Str("key", pin.Key).Str("fingerprint", scheduler.KeyFingerprint(pin.Key)).Str("broker", s.URL).
+				Msg("pinned the seal key the pool's workers publish in the host registry on first use: secrets for this pool are sealed to it from now on, and a host publishing another key is refused (`warren keys pin` changes it)")
+		}}
 }
 
-func (k loggedKeys) PoolKey(ctx context.Context, pool string) (string, error) {
-	key, err := k.inner.PoolKey(ctx, pool)
-	if err == nil {
-		k.g.Log.Warn().Str("pool", pool).Str("key", key).Msg("sealing secrets to the key the pool's workers publish in the host registry; pin it with --pool-key unless the bus is authenticated")
+// repinCommand is the `warren keys pin` that pins a key for the broker at
+// url in this command's data dir.
+func (g *globals) repinCommand(url string) func(pool, key string) string {
+	dataDir := ""
+	if g.DataDir != defaultDataDir() {
+		dataDir = " --data-dir " + shellQuote(g.DataDir)
 	}
-	return key, err
+	return func(pool, key string) string {
+		return fmt.Sprintf("warren keys pin --nats %s%s --pool %s %s", shellQuote(url), dataDir, pool, key)
+	}
+}
+
+// shellQuote quotes s for a shell when it needs it.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:,@=+") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// pins is the data dir's pinned seal keys for the broker at url.
+func (g *globals) pins(url string) scheduler.PinFile {
+	return scheduler.PinFile{Path: filepath.Join(g.DataDir, scheduler.PinsFile), Broker: url}
 }
 
 // client opens a session (see open) and a scheduler client on it; tune
