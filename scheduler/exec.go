@@ -124,6 +124,11 @@ func (c *Client) Exec(ctx context.Context, t messages.Task, stdout, stderr io.Wr
 	for {
 		select {
 		case m := <-events:
+			if strings.HasPrefix(m.Reply, "$JS.ACK.") {
+				// A push consumer's delivery (another tenant can aim one
+				// at this subject), never a worker's event.
+				continue
+			}
 			st.handle(m.Data)
 			if st.final && res == nil {
 				if st.carried == nil {
