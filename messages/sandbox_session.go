@@ -325,6 +325,10 @@ const (
 	CodeDraining     Code = "draining"      // the host is shutting down: no new sessions
 	CodeNotFound     Code = "not_found"     // no such file, process or directory
 	CodeFileRefused  Code = "file_refused"  // a symlink, FIFO, device, hard link or wrong type
+	// CodeQuotaExceeded: the tenant's quota refuses the request (its open
+	// sessions on the host, its session TTL cap); the message names the
+	// limit and what to do.
+	CodeQuotaExceeded Code = "quota_exceeded"
 )
 
 // Sentinels of the session codes, for errors.Is.
@@ -336,6 +340,8 @@ var (
 	ErrDraining     = &Error{Code: CodeDraining, Msg: "host draining"}
 	ErrNotFound     = &Error{Code: CodeNotFound, Msg: "not found"}
 	ErrFileRefused  = &Error{Code: CodeFileRefused, Msg: "file refused"}
+	// ErrQuotaExceeded matches a refusal by the tenant's quota.
+	ErrQuotaExceeded = &Error{Code: CodeQuotaExceeded, Msg: "tenant quota exceeded"}
 )
 
 // CheckSandboxReply applies the reply rule to an exec's output subject: it
