@@ -136,7 +136,8 @@ type SandboxCreate struct {
 	// no request. 0 = the host's default (10 min).
 	IdleMS int64 `json:"idle_ms,omitempty"`
 	// TTLMS ends the session this long after create, whatever it does. 0 =
-	// the host's default (1 h); the host caps it (its MaxTTL).
+	// the host's default (1 h), capped by the tenant's session_ttl quota;
+	// above the host's MaxTTL or the tenant's cap it is refused.
 	TTLMS       int64   `json:"ttl_ms,omitempty"`
 	MemoryBytes int64   `json:"memory_bytes,omitempty"`
 	DiskBytes   int64   `json:"disk_bytes,omitempty"`
