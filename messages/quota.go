@@ -43,10 +43,12 @@ type TenantQuota struct {
 	// leaves them to the fair share alone. Defaults to 0.
 	Running int `json:"running,omitempty"`
 	// Sessions bounds its open sandbox sessions on one host (never more
-	// than half the host's slots). Defaults to 4.
+	// than half the host's slots, at least one); a create past it is
+	// refused (CodeQuotaExceeded). Defaults to 4.
 	Sessions int `json:"sessions,omitempty"`
-	// SessionTTLMS caps the TTL of its sessions, in milliseconds. Defaults
-	// to 1 hour.
+	// SessionTTLMS caps the TTL of its sessions, in milliseconds: a longer
+	// one asked for is refused (CodeQuotaExceeded), the host's default is
+	// capped to it. Defaults to 1 hour.
 	SessionTTLMS int64 `json:"session_ttl_ms,omitempty"`
 	// Weight is its share of a host's slots against other tenants with
 	// queued tasks. Defaults to 1.

@@ -136,7 +136,8 @@ type SandboxCreate struct {
 	// no request. 0 = the host's default (10 min).
 	IdleMS int64 `json:"idle_ms,omitempty"`
 	// TTLMS ends the session this long after create, whatever it does. 0 =
-	// the host's default (1 h); the host caps it (its MaxTTL).
+	// the host's default (1 h), capped by the tenant's session_ttl quota;
+	// above the host's MaxTTL or the tenant's cap it is refused.
 	TTLMS       int64   `json:"ttl_ms,omitempty"`
 	MemoryBytes int64   `json:"memory_bytes,omitempty"`
 	DiskBytes   int64   `json:"disk_bytes,omitempty"`
@@ -325,6 +326,10 @@ const (
 	CodeDraining     Code = "draining"      // the host is shutting down: no new sessions
 	CodeNotFound     Code = "not_found"     // no such file, process or directory
 	CodeFileRefused  Code = "file_refused"  // a symlink, FIFO, device, hard link or wrong type
+	// CodeQuotaExceeded: the tenant's quota refuses the request (its open
+	// sessions on the host, its session TTL cap); the message names the
+	// limit and what to do.
+	CodeQuotaExceeded Code = "quota_exceeded"
 )
 
 // Sentinels of the session codes, for errors.Is.
@@ -336,6 +341,8 @@ var (
 	ErrDraining     = &Error{Code: CodeDraining, Msg: "host draining"}
 	ErrNotFound     = &Error{Code: CodeNotFound, Msg: "not found"}
 	ErrFileRefused  = &Error{Code: CodeFileRefused, Msg: "file refused"}
+	// ErrQuotaExceeded matches a refusal by the tenant's quota.
+	ErrQuotaExceeded = &Error{Code: CodeQuotaExceeded, Msg: "tenant quota exceeded"}
 )
 
 // CheckSandboxReply applies the reply rule to an exec's output subject: it

@@ -393,6 +393,17 @@
 //
 // # Observing a run
 //
+// Spec.HomeReady, when set, is called once the run's home holds the
+// task's files and before the command runs (every mode, mode none
+// included; cold, warm and slots) with a HomeView: the directory the
+// command will see as $HOME as the worker reaches it (the host directory,
+// or /proc/self/fd/<fd>/. of the descriptor held on a home its init
+// mounted, such as a slot task's fresh tmpfs, whose host path shows the
+// slot's directory under it), the sandbox's ids, and whether the worker
+// must act with them as its filesystem ids (AsOwner). The session
+// primitive opens its file operations there. An error from it fails the
+// setup (step "home ready") and the command never runs.
+//
 // Spec.Started, when set, is called once the command has been exec'd (cold
 // or warm, namespace or Landlock mode; not in mode none, not when setup
 // failed) with a Handle on the run. Handle.Memory is what only the run's

@@ -26,6 +26,9 @@ func (r *Runner) runInsecure(ctx context.Context, spec Spec) (*Result, error) {
 		return nil, err
 	}
 	defer cleanup()
+	if err := callHomeReady(spec, HomeView{Dir: scratch, UID: -1, GID: -1}); err != nil {
+		return nil, err
+	}
 
 	cmd := exec.Command(spec.Argv[0], spec.Argv[1:]...)
 	if filepath.Base(spec.Argv[0]) == spec.Argv[0] {

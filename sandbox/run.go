@@ -66,10 +66,16 @@ func (r *Runner) runCold(ctx context.Context, m mode, spec Spec) (*Result, Layer
 			if err := b.hold(pid); err != nil {
 				return err
 			}
-			return b.fill(spec)
+			if err := b.fill(spec); err != nil {
+				return err
+			}
+			return b.homeReady(spec)
 		}
 	} else {
 		cfg.NS = plan.view
+		if err := b.homeReady(spec); err != nil {
+			return nil, 0, err
+		}
 	}
 	res, err := r.launchInit(ctx, l)
 	if err != nil {

@@ -264,6 +264,10 @@ func (w *warmSandbox) slotTask(job warmJob, c *readyChild) (*Result, error) {
 		// chown walk), and root's ids have no name in the home's tmpfs.
 		err = asSlotUID(c.box.uid, c.box.gid, func() error { return c.box.reached().write(spec) })
 	}
+	if err == nil {
+		// The task's own home, the fresh tmpfs: never the slot's, under it.
+		err = c.box.homeReady(spec)
+	}
 	if err != nil {
 		c.child.kill(nil)
 		_, _ = c.child.reap()

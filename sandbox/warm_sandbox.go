@@ -314,6 +314,9 @@ func (w *warmSandbox) prepare(spec Spec) error {
 	if err == nil {
 		err = w.fill(spec)
 	}
+	if err == nil {
+		err = w.homeReady(spec)
+	}
 	if err != nil {
 		w.discard()
 		return err

@@ -49,7 +49,10 @@ const sandboxRequestTimeout = 30 * time.Second
 // CreateSandbox starts a session on a host of the pool with a free slot:
 // hosts are tried by free slots (the registry's view), each refusing with
 // no_capacity atomically when it has none. No host with a slot is
-// messages.ErrNoCapacity, at once unless o.Wait.
+// messages.ErrNoCapacity, at once unless o.Wait. A host refusing by the
+// tenant's quota (its sessions there, its TTL cap) is passed over too;
+// when no host took it, that refusal is the error
+// (messages.ErrQuotaExceeded, naming the limit), at once.
 func (c *Client) CreateSandbox(ctx context.Context, o CreateOptions) (*Sandbox, error) {
 	pool := cmp.Or(o.Pool, messages.DefaultPool)
 	profile := cmp.Or(o.Profile, messages.DefaultProfile)
@@ -89,12 +92,16 @@ func (c *Client) createOnce(ctx context.Context, pool, profile string, req *mess
 		}
 	}
 	slices.SortStableFunc(cands, func(a, b messages.HostInfo) int { return cmp.Compare(b.Free, a.Free) })
+	var quotaErr error
 	for _, h := range cands {
 		sb := &Sandbox{Host: messages.HostToken(h.ID), Pool: pool, c: c}
 		r, err := sb.request(ctx, messages.SbxCreate, req)
 		switch {
 		case errors.Is(err, messages.ErrNoCapacity), errors.Is(err, messages.ErrDraining), errors.Is(err, messages.ErrSandboxGone):
 			continue // full, draining or gone since the registry saw it
+		case errors.Is(err, messages.ErrQuotaExceeded):
+			quotaErr = err // the tenant's quota is per host: another may take it
+			continue
 		case err != nil:
 			return nil, err
 		case r.Sandbox == nil || r.Token == "":
@@ -102,6 +109,9 @@ func (c *Client) createOnce(ctx context.Context, pool, profile string, req *mess
 		}
 		sb.ID, sb.Token, sb.Expires = r.Sandbox.ID, r.Token, r.Sandbox.Expires
 		return sb, nil
+	}
+	if quotaErr != nil {
+		return nil, quotaErr
 	}
 	return nil, &messages.Error{Code: messages.CodeNoCapacity, Msg: fmt.Sprintf(
 		"no host of pool %s serving profile %s has a free slot (%d tried): wait (--wait), delete a sandbox, or add hosts", pool, profile, len(cands))}

@@ -212,10 +212,20 @@
 // hands back within slotReclaimWait, else it refuses no_capacity. Every request
 // but create and sessions carries the session's token, a stateless HMAC
 // over (id, tenant, expiry) with the host's key (session_token.go); the
-// tenant is the subject's. The session itself is behind [SessionFactory] /
-// [SessionSandbox]; every worker's is [PrimitiveSessions], package
-// sandbox/session: one run of the agent in the worker's runner, confined
-// as its tasks are (not at all under isolation none). Failure handling: a
+// tenant is the subject's, never a field of the body. A tenant's quota
+// (its registry entry, watched as for its tasks; the defaults without
+// one) bounds its sessions on the host (session_quota.go): at most
+// Sessions open or being created, never above half the slots (at least
+// one), past which a create gets quota_exceeded naming the limit and its
+// fix; a TTL above SessionTTLMS is refused the same way and the default
+// TTL is capped to it, so the reported expiry is the one in force. The
+// fleet's own sessions (no tenant) have no such cap. The session itself
+// is behind [SessionFactory] / [SessionSandbox]; every worker's is
+// [PrimitiveSessions], package sandbox/session: one run of the agent in
+// the worker's runner, confined as its tasks are (not at all under
+// isolation none), whose file operations serve the home its commands see
+// (on a warm slot, the session's own tmpfs), so nothing of a session is
+// left on its slot once it ends, whatever ended it. Failure handling: a
 // session whose sandbox died, whose TTL passed or that idled (nothing
 // running, foreground or background, and no request but status, for its
 // idle time) is ended by the reaper every Sweep; Stop

@@ -90,10 +90,12 @@ type Sessions struct {
 	key *tokenKey
 	log zerolog.Logger
 
-	mu     sync.Mutex
-	live   map[string]*liveSession
-	ended  endedLog
-	closed bool // Stop is ending the sessions: no new one joins live
+	mu   sync.Mutex
+	live map[string]*liveSession
+	// opening counts each tenant's creates under way (admit).
+	opening map[string]int
+	ended   endedLog
+	closed  bool // Stop is ending the sessions: no new one joins live
 
 	sub      *nats.Subscription
 	reqs     chan struct{} // a token per request handled at once
@@ -349,13 +351,16 @@ func (s *Sessions) create(tenant string, c *messages.SandboxCreate) (*messages.S
 	if !slices.Contains(s.w.cfg.ExecProfiles, profile) {
 		return nil, &messages.Error{Code: messages.CodeInvalidField, Field: "create.profile", Msg: fmt.Sprintf("host %s serves exec profiles %v, not %q", s.w.cfg.HostID, s.w.cfg.ExecProfiles, profile)}
 	}
-	ttl := time.Duration(c.TTLMS) * time.Millisecond
-	if ttl == 0 {
-		ttl = s.cfg.DefaultTTL
+	quota := s.w.sessionQuota(tenant)
+	ttl, err := s.sessionTTL(quota, c.TTLMS)
+	if err != nil {
+		return nil, err
 	}
-	if ttl > s.cfg.MaxTTL {
-		return nil, &messages.Error{Code: messages.CodeInvalidField, Field: "create.ttl_ms", Msg: fmt.Sprintf("%s exceeds this host's maximum %s", ttl, s.cfg.MaxTTL)}
+	opened, err := s.admit(quota)
+	if err != nil {
+		return nil, err
 	}
+	defer opened()
 	idle := time.Duration(c.IdleMS) * time.Millisecond
 	if idle == 0 {
 		idle = s.cfg.DefaultIdle

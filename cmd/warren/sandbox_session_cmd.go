@@ -125,7 +125,7 @@ type sandboxCreateCmd struct {
 	Profile string            `help:"Exec profile whose settings apply." default:"default"`
 	Pool    string            `help:"Worker pool to place it in." default:"default"`
 	Idle    time.Duration     `help:"End it after this long with nothing running (default: the host's, 10m)."`
-	TTL     time.Duration     `name:"ttl" help:"End it this long after create, whatever runs (default: the host's, 1h); also its token's expiry."`
+	TTL     time.Duration     `name:"ttl" help:"End it this long after create, whatever runs (default: the host's, 1h, capped by your tenant's session_ttl quota; above the cap is refused); also its token's expiry."`
 	Memory  string            `help:"Memory limit, e.g. 512M." placeholder:"SIZE"`
 	Disk    string            `help:"Disk limit, e.g. 1G: each file (RLIMIT_FSIZE) and the private /tmp; the home is the run's scratch, bounded as a task's." placeholder:"SIZE"`
 	Network string            `help:"none or loopback." enum:"none,loopback" default:"none"`

@@ -30,7 +30,14 @@
 //     (ErrInvalidPath).
 //
 // New files are 0600 and new directories 0700 unless asked otherwise, and
-// both are chowned to the sandbox uid when the Home has one.
+// both are chowned to the sandbox uid when the Home has one. A Home opened
+// with OpenAs(..., AsOwner) by a root caller instead runs each operation on
+// a locked OS thread whose filesystem ids are the sandbox's (setfsuid,
+// setfsgid, put back after): for a home that is a filesystem of the
+// sandbox's user namespace (a warm slot's task tmpfs), where root's ids
+// have no name and creating a file as root fails (EOVERFLOW); permissions
+// are then checked as for the sandbox's own commands. A thread whose ids
+// cannot be put back stays locked and ends with its goroutine.
 //
 // # Failure handling
 //

@@ -22,8 +22,9 @@ var NoOwner = Owner{UID: -1, GID: -1}
 
 // Home is an open sandbox home. It is safe for concurrent use.
 type Home struct {
-	fd    int // O_PATH descriptor of the home directory
-	owner Owner
+	fd      int // O_PATH descriptor of the home directory
+	owner   Owner
+	asOwner bool // operations run with the owner's filesystem ids (OpenAs)
 }
 
 // Open opens the home directory dir for the sandbox owner.
@@ -143,7 +144,7 @@ func classifyAt(dir int, name string, err error) error {
 
 // chown gives a new file or directory to the sandbox owner.
 func (h *Home) chown(fd int) error {
-	if h.owner.UID < 0 {
+	if h.owner.UID < 0 || h.asOwner {
 		return nil
 	}
 	// AT_EMPTY_PATH acts on the descriptor itself, O_PATH ones included.

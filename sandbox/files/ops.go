@@ -103,9 +103,8 @@ func regular(st *unix.Stat_t) error {
 	return ErrNotRegular
 }
 
-// Read returns up to length bytes of the file at p from offset (length < 0:
-// to the end).
-func (h *Home) Read(ctx context.Context, p string, offset, length int64) ([]byte, error) {
+// read is Read as the calling thread's ids.
+func (h *Home) read(ctx context.Context, p string, offset, length int64) ([]byte, error) {
 	norm, dirs, name, err := split(p)
 	if err != nil {
 		return nil, &PathError{Op: "read", Path: p, Err: err}
@@ -159,8 +158,8 @@ type WriteOptions struct {
 	Parents bool
 }
 
-// Write writes data to the file at p and returns its new size.
-func (h *Home) Write(ctx context.Context, p string, data []byte, opts WriteOptions) (int64, error) {
+// write is Write as the calling thread's ids.
+func (h *Home) write(ctx context.Context, p string, data []byte, opts WriteOptions) (int64, error) {
 	norm, dirs, name, err := split(p)
 	if err != nil {
 		return 0, &PathError{Op: "write", Path: p, Err: err}
@@ -215,8 +214,8 @@ func (h *Home) Write(ctx context.Context, p string, data []byte, opts WriteOptio
 	return fi.Size(), nil
 }
 
-// Stat describes the entry at p without following a final symlink.
-func (h *Home) Stat(ctx context.Context, p string) (Entry, error) {
+// stat is Stat as the calling thread's ids.
+func (h *Home) stat(ctx context.Context, p string) (Entry, error) {
 	norm, dirs, name, err := split(p)
 	if err != nil {
 		return Entry{}, &PathError{Op: "stat", Path: p, Err: err}
@@ -242,8 +241,8 @@ func (h *Home) Stat(ctx context.Context, p string) (Entry, error) {
 	return entryOf(name, norm, &st), nil
 }
 
-// List describes the entries of the directory at p, sorted by name.
-func (h *Home) List(ctx context.Context, p string) ([]Entry, error) {
+// list is List as the calling thread's ids.
+func (h *Home) list(ctx context.Context, p string) ([]Entry, error) {
 	norm, err := Normalize(p)
 	if err != nil {
 		return nil, &PathError{Op: "list", Path: p, Err: err}
@@ -293,9 +292,8 @@ func readNames(dir int) ([]string, error) {
 	return names, nil
 }
 
-// Mkdir creates the directory at p and its missing parents (0700, owned
-// by the sandbox).
-func (h *Home) Mkdir(ctx context.Context, p string) error {
+// mkdir is Mkdir as the calling thread's ids.
+func (h *Home) mkdir(ctx context.Context, p string) error {
 	norm, err := Normalize(p)
 	if err != nil {
 		return &PathError{Op: "mkdir", Path: p, Err: err}
@@ -340,10 +338,8 @@ func (h *Home) mkdirAll(ctx context.Context, parts []string) error {
 	return nil
 }
 
-// Delete removes the entry at p: a file, a symlink (the link itself, never
-// its target), an empty directory, or with recursive a whole tree, walked
-// by descriptor without following symlinks.
-func (h *Home) Delete(ctx context.Context, p string, recursive bool) error {
+// delete is Delete as the calling thread's ids.
+func (h *Home) delete(ctx context.Context, p string, recursive bool) error {
 	norm, dirs, name, err := split(p)
 	if err != nil {
 		return &PathError{Op: "delete", Path: p, Err: err}

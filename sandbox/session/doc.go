@@ -48,18 +48,27 @@
 // keep them (sh -c 'srv >log 2>&1'). Files and processes persist across
 // execs because the sandbox lives on.
 //
-// The home is the run's scratch directory, the agent's $HOME (bound at its
-// host path in namespace mode): by default the runner's own, which the
-// agent reports in its hello (before any command has run; as root it must
-// be a directory of the agent's uid) and the runner's teardown removes; a
-// session then takes a warm sandbox when the runner keeps them
-// (Config.Prestart), and the runner copies the agent's stdin and stdout.
+// The home is the run's scratch directory, the agent's $HOME (at its host
+// path in namespace mode): by default the runner's own, which the
+// runner's teardown removes; a session then takes a warm sandbox when the
+// runner keeps them (Config.Prestart), and the runner copies the agent's
+// stdin and stdout. On a warm slot the home a session's commands see is a
+// fresh tmpfs of its own, mounted over the slot's directory in the
+// sandbox's mount namespace: it dies with the session, so nothing of one
+// session (uploaded, written by its commands, in its /tmp or /dev/shm)
+// reaches the next on that slot.
 // With Spec.Home the home is that host directory, given to the run as
 // Spec.Scratch (the runner hands it to the sandbox's uid for the run and
 // back to its owner after; such runs always start cold), and the agent's
 // pipes are lent to it as files. The file methods (Read, Write, Stat,
 // List, Mkdir, Delete, and Files for the rest) serve the home from the
-// worker while the sandbox runs, through sandbox/files: symlinks at any
+// worker while the sandbox runs, through sandbox/files, on the home the
+// runner hands over before the agent runs (sandbox.Spec.HomeReady, a
+// HomeView: the host directory, or the descriptor held on a tmpfs the
+// sandbox mounted), never at a path the agent reports; where that tmpfs
+// belongs to the sandbox's user namespace they act with the sandbox's ids
+// (files.AsOwner). So the file methods and the commands see one
+// filesystem in every mode: symlinks at any
 // component, FIFOs, sockets, devices and hard-linked files are refused,
 // new files belong to the sandbox's uid (the home's owner once the agent
 // runs); once the session has ended they refuse with its *GoneError.
@@ -73,7 +82,9 @@
 // # Failure handling
 //
 // Start fails with the runner's error when the sandbox cannot start (a
-// *sandbox.SetupError, sandbox.ErrUnavailable), with ErrAgent when the
+// *sandbox.SetupError, sandbox.ErrUnavailable; step "home ready" when the
+// home it handed over could not be opened; a runner that hands none over
+// is an error too), with ErrAgent when the
 // agent is missing, not executable by the sandbox's uid, dies before its
 // hello or speaks another protocol version, and with ctx.Err() when ctx
 // ends first; it leaves nothing behind. Once started, the sandbox may end

@@ -11,7 +11,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/warrenhq/warren/sandbox"
@@ -61,6 +60,12 @@ type Session struct {
 	lent  bool
 	files *files.Home
 	hello wire.Hello
+
+	// viewMu guards view, the home the runner handed over (HomeReady)
+	// before the agent ran, and viewErr, why it could not be opened.
+	viewMu  sync.Mutex
+	view    *files.Home
+	viewErr error
 
 	toAgent   *os.File // write end of the agent's stdin
 	childIn   *os.File // the agent's ends, closed once it runs
@@ -123,6 +128,7 @@ func Start(ctx context.Context, r Runner, spec Spec) (*Session, error) {
 		sb.Stdin, sb.Stdout = struct{ io.Reader }{s.childIn}, agentOut{s}
 	}
 	sb.ReadOnly = append(slices.Clone(sb.ReadOnly), spec.AgentPath)
+	sb.HomeReady = s.homeReady(sb.HomeReady)
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	s.cancel = cancel
 	s.touch()
@@ -213,29 +219,50 @@ func (o agentOut) ReadFrom(r io.Reader) (int64, error) {
 	return n, err
 }
 
-// openFiles opens the home for the file methods, as its owner now (the
-// sandbox's uid: the runner handed the home to it). The run's own scratch
-// directory is the agent's $HOME, reported in its hello before any command
-// ran; as root it must be a directory of the agent's uid.
-func (s *Session) openFiles() error {
-	if !filepath.IsAbs(s.home) {
-		return fmt.Errorf("%w: the agent's home %q is not an absolute path", ErrAgent, s.home)
-	}
-	owner := files.NoOwner
-	if os.Geteuid() == 0 {
-		fi, err := os.Lstat(s.home)
+// homeReady is the run's HomeReady: it opens the home as the session's
+// commands will see it (sandbox.HomeView), then calls the caller's own.
+func (s *Session) homeReady(next func(sandbox.HomeView) error) func(sandbox.HomeView) error {
+	return func(v sandbox.HomeView) error {
+		access := files.Chown
+		if v.AsOwner {
+			access = files.AsOwner
+		}
+		h, err := files.OpenAs(v.Dir, files.Owner{UID: v.UID, GID: v.GID}, access)
+		s.viewMu.Lock()
+		if s.view != nil {
+			_ = s.view.Close() // a run retried after a failed setup hands it again
+		}
+		s.view, s.viewErr = h, err
+		s.viewMu.Unlock()
 		if err != nil {
 			return fmt.Errorf("session: home: %w", err)
 		}
-		st := fi.Sys().(*syscall.Stat_t)
-		if !fi.IsDir() || int64(st.Uid) != s.hello.UID {
-			return fmt.Errorf("%w: the home %s is not a directory of the agent's uid %d", ErrAgent, s.home, s.hello.UID)
+		if next != nil {
+			return next(v)
 		}
-		owner = files.Owner{UID: int(st.Uid), GID: int(st.Gid)}
+		return nil
 	}
-	h, err := files.Open(s.home, owner)
-	if err != nil {
+}
+
+// openFiles takes the home the runner handed over before the agent ran
+// (homeReady) for the file methods: the directory the commands see as
+// $HOME, never a path the agent reports (on a slot, the task's own tmpfs
+// over the slot's directory, which only the sandbox's mount namespace
+// shows).
+func (s *Session) openFiles() error {
+	s.viewMu.Lock()
+	h, err := s.view, s.viewErr
+	s.view = nil
+	s.viewMu.Unlock()
+	switch {
+	case err != nil:
 		return fmt.Errorf("session: home: %w", err)
+	case h == nil:
+		return errors.New("session: the runner handed no home (sandbox.Spec.HomeReady was not called)")
+	}
+	if !s.lent && !filepath.IsAbs(s.home) {
+		_ = h.Close()
+		return fmt.Errorf("%w: the agent's home %q is not an absolute path", ErrAgent, s.home)
 	}
 	s.files = h
 	return nil
@@ -350,7 +377,11 @@ func (s *Session) LastActivity() time.Time { return time.Unix(0, s.last.Load()) 
 
 func (s *Session) touch() { s.last.Store(time.Now().UnixNano()) }
 
-// Home is the host path of the session's home.
+// Home is the path of the session's home as its commands see it ($HOME):
+// the host directory at that path in namespace and Landlock modes, but on
+// a warm slot a tmpfs of the task's own mounted over the slot's directory
+// there, which the host path does not show. The file methods serve the
+// home the commands see.
 func (s *Session) Home() string { return s.home }
 
 // Close ends the sandbox (the agent's stdin closes and the runner kills
@@ -374,6 +405,12 @@ func (s *Session) Close(ctx context.Context) error {
 		if s.files != nil {
 			_ = s.files.Close()
 		}
+		s.viewMu.Lock()
+		if s.view != nil {
+			_ = s.view.Close() // handed over, but the agent never said hello
+			s.view = nil
+		}
+		s.viewMu.Unlock()
 	})
 	return nil
 }
