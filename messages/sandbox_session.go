@@ -245,6 +245,12 @@ type SandboxProcess struct {
 	Argv       []string  `json:"argv"`
 	Started    time.Time `json:"started"`
 	Background bool      `json:"background,omitempty"`
+	// Ended is set once a background command ended (ps keeps the last 32):
+	// ExitCode is its exit status, or -1 with Signal (e.g. "SIGKILL") the
+	// signal that killed it.
+	Ended    time.Time `json:"ended,omitzero"`
+	ExitCode int       `json:"exit_code,omitempty"`
+	Signal   string    `json:"signal,omitempty"`
 }
 
 // SandboxExit is how an exec ended (or, background, that it started).

@@ -24,12 +24,18 @@ type landlockView struct {
 	// Toolchain are read + execute paths from the task's profile
 	// (Spec.ReadOnly).
 	Toolchain []string
-	// Network none denies TCP connect; TCP bind is always denied.
+	// Network none denies TCP connect; TCP bind is denied unless
+	// OwnNetwork with loopback.
 	Network Network
 	// UnixSockets lets the task create AF_UNIX sockets (Spec.UnixSockets).
 	UnixSockets bool
 	// MinABI is the Landlock ABI floor; 0 means landlockMinABIDefault.
 	MinABI int
+	// OwnNetwork says the sandbox has its own network namespace (the
+	// layered mode): with Network loopback its TCP listeners are its own,
+	// so bind is allowed. Never set in the Landlock-only mode, whose
+	// loopback is the host's.
+	OwnNetwork bool
 	// PrivateRoot says / is the layered mode's private view (everything in
 	// it is meant to be visible), so it may be listed. Never set in the
 	// Landlock-only mode, where / is the host's root.
@@ -40,7 +46,8 @@ type landlockView struct {
 // system dirs and toolchain, read-only /proc and the /etc allow-list, the
 // safe /dev nodes, everything on the home (and private writable trees),
 // listing (only) under a private view's root;
-// TCP bind denied, TCP connect denied with network none; both scopes; the
+// TCP bind denied but in an own network namespace with loopback, TCP
+// connect denied with network none; both scopes; the
 // seccomp filter matching the network and unix-socket policy.
 func newLandlockPolicy(v landlockView) *landlockPolicy {
 	minABI := v.MinABI
@@ -55,6 +62,7 @@ func newLandlockPolicy(v landlockView) *landlockPolicy {
 		Devices:        slices.Clone(sandboxDevices),
 		ReadWrite:      append([]string{v.Home}, v.Writable...),
 		DenyTCPConnect: none,
+		AllowTCPBind:   !none && v.OwnNetwork,
 		Seccomp:        (&seccompPolicy{AllowInet: !none, AllowUnix: v.UnixSockets}).assembled(),
 	}
 	if v.PrivateRoot {

@@ -46,12 +46,16 @@ type SessionExit struct {
 	Wall     time.Duration
 }
 
-// SessionProcess is a command running in a session.
+// SessionProcess is a command running in a session, or a background one
+// that ended (Ended set; ExitCode, or -1 and the Signal that killed it).
 type SessionProcess struct {
 	PID        int
 	Argv       []string
 	Started    time.Time
 	Background bool
+	Ended      time.Time
+	ExitCode   int
+	Signal     syscall.Signal
 }
 
 // SessionFiles is the session home's files API (*files.Home).

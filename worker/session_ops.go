@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"golang.org/x/sys/unix"
 	"io/fs"
 	"os"
 	"sync"
@@ -52,7 +53,14 @@ func (s *Sessions) op(ls *liveSession, op messages.SandboxOp, tenant string, req
 		}
 		out := make([]messages.SandboxProcess, 0, len(ps))
 		for _, p := range ps {
-			out = append(out, messages.SandboxProcess{PID: p.PID, Argv: p.Argv, Started: p.Started.UTC(), Background: p.Background})
+			sp := messages.SandboxProcess{PID: p.PID, Argv: p.Argv, Started: p.Started.UTC(), Background: p.Background}
+			if !p.Ended.IsZero() {
+				sp.Ended, sp.ExitCode = p.Ended.UTC(), p.ExitCode
+				if p.Signal != 0 {
+					sp.Signal = unix.SignalName(p.Signal)
+				}
+			}
+			out = append(out, sp)
 		}
 		return &messages.SandboxReply{Processes: out}, nil
 	case messages.SbxKill:

@@ -98,7 +98,10 @@ func TestSessionLifecycle(t *testing.T) {
 	require.Equal(t, 1, info.Running, "running counts the background command")
 	require.Equal(t, messages.SandboxRunning, info.State)
 	require.NoError(t, sb.Kill(ctx, bg.PID, "SIGKILL"))
-	require.Eventually(t, func() bool { ps, err := sb.Ps(ctx); return err == nil && len(ps) == 0 }, 10*time.Second, 10*time.Millisecond)
+	require.Eventually(t, func() bool {
+		ps, err := sb.Ps(ctx)
+		return err == nil && len(ps) == 1 && !ps[0].Ended.IsZero() && ps[0].Signal == "SIGKILL" && ps[0].ExitCode == -1
+	}, 10*time.Second, 10*time.Millisecond, "ps reports how the background command ended")
 	require.ErrorIs(t, sb.Kill(ctx, bg.PID, ""), messages.ErrNotFound)
 
 	// Timeouts kill the command.

@@ -242,12 +242,24 @@ func (c *sandboxPsCmd) Run(g *globals) error {
 			return err
 		}
 		tw := tabwriter.NewWriter(g.IO.Out, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "PID\tSTARTED\tBACKGROUND\tCOMMAND")
+		fmt.Fprintln(tw, "PID\tSTARTED\tBACKGROUND\tSTATE\tCOMMAND")
 		for _, p := range ps {
-			fmt.Fprintf(tw, "%d\t%s\t%t\t%s\n", p.PID, p.Started.Format(time.RFC3339), p.Background, strings.Join(p.Argv, " "))
+			fmt.Fprintf(tw, "%d\t%s\t%t\t%s\t%s\n", p.PID, p.Started.Format(time.RFC3339), p.Background, processState(p), strings.Join(p.Argv, " "))
 		}
 		return tw.Flush()
 	})
+}
+
+// processState is "running", "exited:N" or "killed:SIGNAL" (one word, for
+// the table).
+func processState(p messages.SandboxProcess) string {
+	switch {
+	case p.Ended.IsZero():
+		return "running"
+	case p.Signal != "":
+		return "killed:" + p.Signal
+	}
+	return fmt.Sprintf("exited:%d", p.ExitCode)
 }
 
 type sandboxKillCmd struct {

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -104,8 +105,8 @@ func TestE2ESandboxSessionLifecycle(t *testing.T) {
 	require.Zero(t, code, stderr)
 	require.Eventually(t, func() bool {
 		out, _, _ := e.run(t, "sandbox", "ps", id)
-		return !strings.Contains(out, "sleep 60")
-	}, 30*time.Second, 50*time.Millisecond)
+		return strings.Contains(out, "killed:SIGKILL") && !strings.Contains(out, "running")
+	}, 30*time.Second, 50*time.Millisecond, "ps reports how the background command ended")
 
 	out, _, code = e.run(t, "sandbox", "ls")
 	require.Zero(t, code)
@@ -352,3 +353,41 @@ func (e *e2e) startRegisteredWorker(t *testing.T, host string, args ...string) (
 	}, 30*time.Second, 50*time.Millisecond, "worker did not register: %s", errb.String())
 	return c, errb
 }
+
+// TestE2EReadmeBackgroundServer runs README's session example: a
+// background HTTP server in a sandbox with loopback networking, reached
+// from a second exec in the same sandbox; ps reports how background
+// commands end (an exit status, a signal).
+func TestE2EReadmeBackgroundServer(t *testing.T) {
+	e := newE2E(t)
+	e.startSandboxedWorker(t, 1)
+	out, stderr, code := e.run(t, "sandbox", "create", "--network", "loopback", "--idle", "5m")
+	require.Zero(t, code, stderr)
+	id := strings.TrimSpace(out)
+	t.Cleanup(func() { e.run(t, "sandbox", "rm", id) })
+
+	out, stderr, code = e.run(t, "sandbox", "exec", "--background", id, "--", "python3", "-m", "http.server", "8000")
+	require.Zero(t, code, stderr)
+	server := strings.TrimSpace(out)
+	fetch := []string{"sandbox", "exec", id, "--", "python3", "-c",
+		"import urllib.request; print(urllib.request.urlopen('http://127.0.0.1:8000/', timeout=5).status)"}
+	require.Eventually(t, func() bool {
+		out, _, code := e.run(t, fetch...)
+		return code == 0 && out == "200\n"
+	}, 30*time.Second, 100*time.Millisecond, "the server answers a second exec in the same sandbox")
+	out, _, code = e.run(t, "sandbox", "ps", id)
+	require.Zero(t, code)
+	require.Regexp(t, server+`\s.*\strue\s+running\s+python3 -m http.server 8000`, out)
+
+	_, stderr, code = e.run(t, "sandbox", "kill", id, server)
+	require.Zero(t, code, stderr)
+	out, stderr, code = e.run(t, "sandbox", "exec", "--background", id, "--", "sh", "-c", "exit 3")
+	require.Zero(t, code, stderr)
+	quick := strings.TrimSpace(out)
+	require.Eventually(t, func() bool {
+		out, _, _ := e.run(t, "sandbox", "ps", id)
+		return regexpFound(`(?m)^`+server+`\s.*killed:SIGTERM`, out) && regexpFound(`(?m)^`+quick+`\s.*exited:3`, out)
+	}, 30*time.Second, 50*time.Millisecond, "ps reports how each background command ended")
+}
+
+func regexpFound(re, s string) bool { return regexp.MustCompile(re).MatchString(s) }

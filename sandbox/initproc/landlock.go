@@ -33,9 +33,13 @@ type Landlock struct {
 	// ListOnly may be listed (READ_DIR) and nothing more: the root of the
 	// layered mode's private view, whose whole content is the allow-list.
 	ListOnly []string `json:"list_only,omitempty"`
-	// DenyTCPConnect denies TCP connect (network none). TCP bind is always
-	// denied (ABI >= 4).
+	// DenyTCPConnect denies TCP connect (network none). TCP bind is
+	// denied (ABI >= 4) unless AllowTCPBind.
 	DenyTCPConnect bool `json:"deny_tcp_connect"`
+	// AllowTCPBind leaves TCP bind and connect to the network namespace:
+	// set only when the sandbox has its own (a listener on its loopback
+	// is reachable from inside it alone). Never with DenyTCPConnect.
+	AllowTCPBind bool `json:"allow_tcp_bind,omitempty"`
 	// Seccomp is the socket-family and kernel-surface filter loaded after
 	// the ruleset, assembled by the worker. Nil loads none (tests only; the
 	// runners always set it).
@@ -197,7 +201,7 @@ func (s *Seccomp) load() error {
 // ruleset turns the policy into a go-landlock config handling every right
 // the given ABI knows, and the rules that grant the policy's exceptions.
 func (p *Landlock) ruleset(abi int) (landlock.Config, []landlock.Rule, error) {
-	cfg := landlockConfigFor(abi, p.DenyTCPConnect)
+	cfg := landlockConfigFor(abi, p.DenyTCPConnect, p.AllowTCPBind)
 	fs := cfg.HandledAccessFS
 	read := landlock.AccessFSSet(ll.AccessFSReadFile | ll.AccessFSReadDir)
 	exec := read | ll.AccessFSExecute
@@ -251,19 +255,23 @@ func fitAccess(path string, access landlock.AccessFSSet) (landlock.AccessFSSet, 
 const landlockFileRights landlock.AccessFSSet = ll.AccessFSExecute | ll.AccessFSWriteFile |
 	ll.AccessFSReadFile | ll.AccessFSTruncate | ll.AccessFSIoctlDev | ll.AccessFSResolveUnix
 
-// landlockConfigFor handles every filesystem right the ABI knows, TCP bind
-// (and connect when denyConnect; UDP too at ABI >= 10) and both scopes.
-func landlockConfigFor(abi int, denyConnect bool) landlock.Config {
+// landlockConfigFor handles every filesystem right the ABI knows, both
+// scopes, and of the network: TCP bind and connect when denyConnect (UDP
+// too at ABI >= 10), else TCP bind unless allowBind (the sandbox's own
+// network namespace decides then).
+func landlockConfigFor(abi int, denyConnect, allowBind bool) landlock.Config {
 	preset := landlockPresets[min(abi, len(landlockPresets)-1)]
 	cfg := landlock.Config{
 		HandledAccessFS: preset.HandledAccessFS,
 		Scoped:          preset.Scoped,
 	}
-	if denyConnect {
+	switch {
+	case denyConnect:
 		// Handled with no rule: every TCP (and, from ABI 10, UDP) bind and
 		// connect is denied.
 		cfg.HandledAccessNet = preset.HandledAccessNet
-	} else {
+	case allowBind:
+	default:
 		cfg.HandledAccessNet = preset.HandledAccessNet & ll.AccessNetBindTCP
 	}
 	return cfg

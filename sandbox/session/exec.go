@@ -56,6 +56,12 @@ type Process struct {
 	Argv       []string
 	Started    time.Time
 	Background bool
+	// Ended is when a background command ended, zero while it runs; then
+	// ExitCode is its exit status, or -1 with Signal the signal that
+	// killed it.
+	Ended    time.Time
+	ExitCode int
+	Signal   syscall.Signal
 }
 
 func (req ExecRequest) validate() error {
@@ -186,7 +192,8 @@ func (s *Session) Ps(ctx context.Context) ([]Process, error) {
 	}
 	out := make([]Process, 0, len(m.Processes))
 	for _, p := range m.Processes {
-		out = append(out, Process{PID: int(p.PID), Argv: p.Argv, Started: p.Started, Background: p.Background})
+		out = append(out, Process{PID: int(p.PID), Argv: p.Argv, Started: p.Started, Background: p.Background,
+			Ended: p.Ended, ExitCode: int(p.ExitCode), Signal: syscall.Signal(p.Signal)})
 	}
 	return out, nil
 }

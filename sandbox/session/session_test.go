@@ -93,10 +93,17 @@ func TestBackgroundProcessSurvivesExecsAndKillEndsIt(t *testing.T) {
 		require.WithinDuration(t, time.Now(), ps[0].Started, time.Minute)
 
 		require.NoError(t, s.Kill(ctx, bg.PID, syscall.SIGTERM))
-		eventually(t, "the killed sleep leaves ps", func() bool {
+		eventually(t, "ps reports the killed sleep ended by SIGTERM", func() bool {
 			ps, err := s.Ps(ctx)
 			require.NoError(t, err)
-			return len(ps) == 0
+			return len(ps) == 1 && !ps[0].Ended.IsZero() && ps[0].Signal == syscall.SIGTERM && ps[0].ExitCode == -1
+		})
+		bg2, err := s.Exec(ctx, ExecRequest{Argv: []string{"sh", "-c", "exit 3"}, Background: true}, nil, nil)
+		require.NoError(t, err)
+		eventually(t, "ps reports a background command's exit status", func() bool {
+			ps, err := s.Ps(ctx)
+			require.NoError(t, err)
+			return len(ps) == 2 && ps[1].PID == bg2.PID && !ps[1].Ended.IsZero() && ps[1].ExitCode == 3 && ps[1].Signal == 0
 		})
 		require.ErrorIs(t, s.Kill(ctx, bg.PID, syscall.SIGKILL), ErrNoProcess)
 		// Only the agent's descendants: not the agent itself, not pid 1 of
@@ -243,6 +250,7 @@ func TestExecTimeoutKillsOnlyThatExec(t *testing.T) {
 		})
 		ps, err := s.Ps(ctx)
 		require.NoError(t, err)
+		ps = running(ps)
 		require.Len(t, ps, 1, "only the background sleep is left: the timeout killed the whole group of its exec")
 		require.Equal(t, bg.PID, ps[0].PID)
 		res, _, _ = run(t, s, ExecRequest{Argv: []string{"true"}})
@@ -268,7 +276,7 @@ func TestExecCancelKillsTheCommand(t *testing.T) {
 		eventually(t, "the cancelled command ends", func() bool {
 			ps, err := s.Ps(context.Background())
 			require.NoError(t, err)
-			return len(ps) == 0
+			return len(running(ps)) == 0
 		})
 		require.Equal(t, 0, s.Running())
 	})
@@ -354,8 +362,21 @@ func TestBackgroundCountsUntilItEnds(t *testing.T) {
 	require.NoError(t, err)
 	ps, err := s.Ps(ctx)
 	require.NoError(t, err)
+	ps = running(ps)
 	require.Len(t, ps, 1)
 	require.Equal(t, 1, s.Background())
 	require.NoError(t, s.Kill(ctx, ps[0].PID, syscall.SIGKILL))
 	eventually(t, "a killed background command stops counting", func() bool { return s.Background() == 0 })
+}
+
+// running keeps the processes of ps that still run (ps also lists the
+// background commands that ended).
+func running(ps []Process) []Process {
+	var out []Process
+	for _, p := range ps {
+		if p.Ended.IsZero() {
+			out = append(out, p)
+		}
+	}
+	return out
 }

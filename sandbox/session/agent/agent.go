@@ -35,10 +35,16 @@ type agent struct {
 	wmu sync.Mutex // serialises frames on out
 	out io.Writer
 
-	mu    sync.Mutex // guards procs and execs; held across fork and registration
+	mu    sync.Mutex // guards procs, execs and ended; held across fork and registration
 	procs map[int]*proc
 	execs map[uint32]*proc
+	// ended are the last background commands that ended (at most
+	// maxEnded, oldest first): ps reports how they ended.
+	ended []wire.Process
 }
+
+// maxEnded bounds the ended background commands ps remembers.
+const maxEnded = 32
 
 // proc is one command the agent started.
 type proc struct {
@@ -165,6 +171,9 @@ func (a *agent) reap() {
 		if p := a.procs[pid]; p != nil {
 			p.status = ws
 			delete(a.procs, pid)
+			if p.bg {
+				a.rememberEnded(p, ws)
+			}
 			if p.timer != nil {
 				p.timer.Stop()
 			}

@@ -6,12 +6,15 @@ import (
 	"os"
 	"sort"
 	"strconv"
+	"time"
 
 	"github.com/warrenhq/warren/sandbox/session/internal/wire"
 	"golang.org/x/sys/unix"
 )
 
-// ps lists the commands the agent started that still run, by pid.
+// ps lists the commands the agent started that still run, by pid, then
+// the background commands that ended (the last maxEnded), in the order
+// they ended.
 func (a *agent) ps() wire.PsReply {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -20,7 +23,24 @@ func (a *agent) ps() wire.PsReply {
 		r.Processes = append(r.Processes, wire.Process{ExecID: p.id, PID: int64(p.pid), Argv: p.argv, Started: p.started, Background: p.bg})
 	}
 	sort.Slice(r.Processes, func(i, j int) bool { return r.Processes[i].PID < r.Processes[j].PID })
+	r.Processes = append(r.Processes, a.ended...)
 	return r
+}
+
+// rememberEnded records how background command p ended, for ps (called
+// with a.mu held, as p is reaped).
+func (a *agent) rememberEnded(p *proc, ws unix.WaitStatus) {
+	e := wire.Process{ExecID: p.id, PID: int64(p.pid), Argv: p.argv, Started: p.started, Background: true, Ended: time.Now()}
+	switch {
+	case ws.Signaled():
+		e.Signal, e.ExitCode = int64(ws.Signal()), -1
+	default:
+		e.ExitCode = int64(ws.ExitStatus())
+	}
+	if len(a.ended) == maxEnded {
+		a.ended = append(a.ended[:0], a.ended[1:]...)
+	}
+	a.ended = append(a.ended, e)
 }
 
 // kill signals one of the agent's descendants: a command it started gets

@@ -19,7 +19,7 @@ import (
 
 // Version is the protocol version the agent announces in its Hello; the
 // host refuses any other.
-const Version = 1
+const Version = 2
 
 // MaxFrame bounds a frame's length (type + id + payload): an exec request
 // carries its stdin (MaxStdin) in one frame.

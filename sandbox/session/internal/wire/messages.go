@@ -61,6 +61,10 @@ type Process struct {
 	Argv       []string
 	Started    time.Time
 	Background bool
+	// Ended is when a background command ended (zero while it runs), with
+	// its exit code or, killed, its signal number.
+	Ended            time.Time
+	ExitCode, Signal int64
 }
 
 // PsReply lists the agent's live processes.
@@ -112,6 +116,13 @@ func (m PsReply) Marshal() []byte {
 		e.strs(p.Argv)
 		e.int(p.Started.UnixNano())
 		e.bool(p.Background)
+		ended := int64(0)
+		if !p.Ended.IsZero() {
+			ended = p.Ended.UnixNano()
+		}
+		e.int(ended)
+		e.int(p.ExitCode)
+		e.int(p.Signal)
 	}
 	return e.b
 }
@@ -174,8 +185,8 @@ func (m *Reply) Unmarshal(p []byte) error {
 
 func (m *PsReply) Unmarshal(p []byte) error {
 	d := dec{b: p}
-	// Each entry takes at least 5 bytes (five one-byte fields).
-	n := d.count("ps count", 5)
+	// Each entry takes at least 8 bytes (eight one-byte fields).
+	n := d.count("ps count", 8)
 	m.Processes = make([]Process, 0, n)
 	for range n {
 		var pr Process
@@ -188,6 +199,10 @@ func (m *PsReply) Unmarshal(p []byte) error {
 		pr.Argv = d.strs("ps argv")
 		pr.Started = time.Unix(0, d.int("ps started"))
 		pr.Background = d.bool("ps background")
+		if ended := d.int("ps ended"); ended != 0 {
+			pr.Ended = time.Unix(0, ended)
+		}
+		pr.ExitCode, pr.Signal = d.int("ps exit code"), d.int("ps signal")
 		m.Processes = append(m.Processes, pr)
 	}
 	return d.end("ps reply")

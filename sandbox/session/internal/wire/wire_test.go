@@ -17,12 +17,21 @@ func TestMessagesRoundTrip(t *testing.T) {
 	require.NoError(t, e2.Unmarshal(exec.Marshal()))
 	require.Equal(t, exec, e2)
 
-	ps := PsReply{Processes: []Process{{ExecID: 7, PID: 42, Argv: []string{"sleep", "1"}, Started: started, Background: true}}}
+	ended := started.Add(time.Second)
+	ps := PsReply{Processes: []Process{
+		{ExecID: 7, PID: 42, Argv: []string{"sleep", "1"}, Started: started, Background: true},
+		{ExecID: 8, PID: 43, Argv: []string{"false"}, Started: started, Background: true, Ended: ended, ExitCode: -1, Signal: 15},
+	}}
 	var p2 PsReply
 	require.NoError(t, p2.Unmarshal(ps.Marshal()))
-	require.Len(t, p2.Processes, 1)
+	require.Len(t, p2.Processes, 2)
 	require.True(t, p2.Processes[0].Started.Equal(started))
-	p2.Processes[0].Started = started
+	require.True(t, p2.Processes[0].Ended.IsZero(), "a running command has no end")
+	require.True(t, p2.Processes[1].Ended.Equal(ended))
+	for i := range p2.Processes {
+		p2.Processes[i].Started = started
+	}
+	p2.Processes[1].Ended = ended
 	require.Equal(t, ps, p2)
 
 	for _, c := range []struct {
