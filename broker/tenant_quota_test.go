@@ -54,6 +54,18 @@ func TestTenantFillsOnlyItsOwnQuota(t *testing.T) {
 	require.ErrorAs(t, err, &full, "bob's publish is refused as his stream being full")
 	require.Equal(t, bobNS.Tasks(), full.Stream)
 	require.Contains(t, err.Error(), "tenant bob has used its quota")
+	// A batch of more is refused whole before its first task, read from
+	// bob's own stream's info, with the quota to raise.
+	many, err := scheduler.NewBatch([]messages.Task{{ID: "t1", Kind: messages.KindExec, Shell: "true"}, {ID: "t2", Kind: messages.KindExec, Shell: "true"}},
+		scheduler.BatchOptions{Batch: "many", Tenant: "bob"})
+	require.NoError(t, err)
+	_, err = bsc.Publish(ctx10(t), many)
+	require.ErrorIs(t, err, broker.ErrNoRoom)
+	require.ErrorAs(t, err, &full)
+	require.Equal(t, bobNS.Tasks(), full.Stream)
+	require.Contains(t, err.Error(), "warren auth quota bob task_bytes=SIZE task_msgs=N")
+	_, err = bsc.Manifest(ctx10(t), many.ID)
+	require.ErrorIs(t, err, scheduler.ErrUnknownBatch, "no manifest left behind")
 
 	// Manifests and cancels: KV puts until refused.
 	for _, bucket := range []string{bobNS.Batches(), bobNS.Cancel()} {

@@ -21,3 +21,16 @@ func (c *Client) UpdateManifestFrom(ctx context.Context, batch string, known *me
 	_, stored, err := c.updateManifestFrom(ctx, batch, known, rev, fn)
 	return stored, err
 }
+
+// SetAfterRoomCheck runs fn between a publication's room check and its
+// first task.
+func (c *Client) SetAfterRoomCheck(fn func()) { c.afterRoomCheck = fn }
+
+// RoomNeed is the bytes the task stream counts for b's tasks once stored.
+func RoomNeed(b *Batch) int64 {
+	var n int64
+	for i := range b.Tasks {
+		n += storedSize(taskMsg(&b.Tasks[i], b.payloads[i]))
+	}
+	return n
+}

@@ -66,7 +66,8 @@ func (c *Client) publish(ctx context.Context, b *Batch, early <-chan attemptOne)
 		msgs[i] = taskMsg(&b.Tasks[i], b.payloads[i])
 	}
 	// All or nothing: every task must fit the broker before the first write.
-	if err := c.checkSizes(ctx, msgs, b.lines, b.show); err != nil {
+	limits, err := c.checkSizes(ctx, b.ID, msgs, b.lines, b.show)
+	if err != nil {
 		return unsent(err)
 	}
 	var a1 attemptOne
@@ -102,13 +103,18 @@ func (c *Client) publish(ctx context.Context, b *Batch, early <-chan attemptOne)
 		}
 		send = append(send, msgs[i])
 	}
+	// All or nothing: room in the task stream for every task left to send.
+	if err := checkRoom(b.ID, limits, send); err != nil {
+		c.dropAttemptOne(ctx, b, a1)
+		return rep, err
+	}
+	if c.afterRoomCheck != nil {
+		c.afterRoomCheck()
+	}
 	stored, dups, err := c.publishAll(ctx, send)
 	rep.Stored, rep.Duplicates = stored, dups
 	if err != nil {
-		if stored+dups == 0 && errors.Is(err, &messages.Error{Code: messages.CodeTooLarge}) {
-			c.dropAttemptOne(ctx, b, a1) // refused whole, as checkSizes would have
-		}
-		return rep, err
+		return rep, c.publishFailed(ctx, b, a1, rep, len(send), err)
 	}
 	// From the manifest just written: no read unless it changed since.
 	_, _, err = c.updateManifestFrom(ctx, b.ID, created, rev, func(m *messages.BatchManifest) error {
@@ -118,6 +124,24 @@ func (c *Client) publish(ctx context.Context, b *Batch, early <-chan attemptOne)
 		return nil
 	})
 	return rep, err
+}
+
+// publishFailed is err of a publication that stopped: a batch of one
+// refused whole (too large, or the stream full) leaves no manifest, as
+// checkSizes and checkRoom would have; a full stream that stopped a
+// larger batch part way says so, and that submitting it again resumes it.
+func (c *Client) publishFailed(ctx context.Context, b *Batch, a1 attemptOne, rep *PublishReport, sent int, err error) error {
+	var full *broker.StoreFullError
+	isFull := errors.As(err, &full)
+	refusedWhole := sent == 1 && rep.Stored+rep.Duplicates == 0
+	switch {
+	case refusedWhole && (isFull || errors.Is(err, &messages.Error{Code: messages.CodeTooLarge})):
+		c.dropAttemptOne(ctx, b, a1)
+	case isFull && full.Room == nil:
+		return &broker.StoreFullError{Stream: full.Stream, Err: full.Err,
+			Stopped: &broker.Stopped{Batch: b.ID, Stored: rep.Skipped + rep.Stored + rep.Duplicates, Total: rep.Total}}
+	}
+	return err
 }
 
 // attemptOne is the outcome of Publish's step 1 for a batch: its manifest

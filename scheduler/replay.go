@@ -107,7 +107,11 @@ func (c *Client) Replay(ctx context.Context, o ReplayOptions) (*ReplayReport, er
 	if err != nil {
 		return rep, err
 	}
-	if err := c.checkSizes(ctx, msgs, lines, 0); err != nil {
+	limits, err := c.checkSizes(ctx, o.Batch, msgs, lines, 0)
+	if err == nil {
+		err = checkRoom(o.Batch, limits, msgs)
+	}
+	if err != nil {
 		return rep, err
 	}
 	_, err = c.updateManifest(ctx, o.Batch, func(m *messages.BatchManifest) error {
