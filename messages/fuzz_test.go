@@ -131,3 +131,39 @@ func FuzzDecodeSandboxReply(f *testing.F) {
 		}
 	})
 }
+
+// FuzzDecodeIDChunk: any input either decodes to a chunk of valid ids
+// that round-trips, or is refused with a *messages.Error; it never panics.
+func FuzzDecodeIDChunk(f *testing.F) {
+	f.Add([]byte(`{"v":1,"ids":["1","2","a-b_c"]}`))
+	f.Add([]byte(`{"v":1,"ids":[]}`))
+	f.Add([]byte(`{"v":2,"ids":["1"]}`))
+	f.Add([]byte(`{"v":1,"ids":["a.b"]}`))
+	f.Add([]byte(`{"v":1,"ids":["1"],"x":1}`))
+	f.Add([]byte(`[]`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		c, err := messages.DecodeIDChunk(data)
+		if err != nil {
+			var me *messages.Error
+			if !errors.As(err, &me) || me.Code == "" || me.Msg == "" {
+				t.Fatalf("refusal without a code and message: %v", err)
+			}
+			return
+		}
+		if len(c.IDs) == 0 {
+			t.Fatal("accepted an empty chunk")
+		}
+		for _, id := range c.IDs {
+			if !messages.ValidID(id) {
+				t.Fatalf("accepted id %q", id)
+			}
+		}
+		again, err := json.Marshal(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := messages.DecodeIDChunk(again); err != nil {
+			t.Fatalf("round trip refused: %v", err)
+		}
+	})
+}

@@ -34,3 +34,14 @@ func RoomNeed(b *Batch) int64 {
 	}
 	return n
 }
+
+// SetIDChunking makes ids over inline bytes go into chunks of chunk bytes
+// for the test's duration.
+func SetIDChunking(t interface{ Cleanup(func()) }, inline, chunk int) {
+	oldInline, oldChunk := idInlineBytes, idChunkBytes
+	idInlineBytes, idChunkBytes = inline, chunk
+	t.Cleanup(func() { idInlineBytes, idChunkBytes = oldInline, oldChunk })
+}
+
+// SplitIDs is splitIDs.
+func SplitIDs(ids []string) [][]string { return splitIDs(ids) }

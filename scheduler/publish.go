@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"time"
 
@@ -159,20 +161,29 @@ type attemptOne struct {
 // task set is ErrBatchConflict.
 func (c *Client) writeAttemptOne(ctx context.Context, b *Batch) attemptOne {
 	var a1 attemptOne
+	shared := false // a stored attempt has the same task set (a replay's)
+	mine := messages.AttemptManifest{Total: len(b.Tasks), PublishedAt: time.Now().UTC(), Digest: b.Digest}
+	if a1.err = c.setIDs(ctx, b.ID, &mine, taskIDs(b.Tasks)); a1.err != nil {
+		return a1
+	}
 	a1.m, a1.rev, a1.err = c.createManifest(ctx, b.ID, func(m *messages.BatchManifest) error {
 		a1.resume, a1.complete = false, false // applied again after a lost race
 		a, ok := m.Attempt(1)
 		if ok {
 			if a.Digest != b.Digest || a.Total != len(b.Tasks) {
+				shared = slices.ContainsFunc(slices.Collect(maps.Values(m.Attempts)), func(o messages.AttemptManifest) bool { return o.Digest == b.Digest })
 				return fmt.Errorf("%w: batch %q: %s; a batch id is published once, with one task set: choose another batch id (or replay %s to run it again)",
-					ErrBatchConflict, b.ID, conflictDetail(a, b.Tasks), b.ID)
+					ErrBatchConflict, b.ID, c.conflictDetail(ctx, b.ID, a, b.Tasks), b.ID)
 			}
 			a1.resume, a1.complete = true, a.Complete
 			return nil
 		}
-		m.SetAttempt(1, messages.AttemptManifest{Total: len(b.Tasks), PublishedAt: time.Now().UTC(), Digest: b.Digest, IDs: taskIDs(b.Tasks)})
+		m.SetAttempt(1, mine)
 		return nil
 	})
+	if errors.Is(a1.err, ErrBatchConflict) && !shared {
+		c.dropIDs(ctx, b.ID, mine) // no stored attempt has these tasks
+	}
 	return a1
 }
 
@@ -193,12 +204,22 @@ func (c *Client) dropAttemptOne(ctx context.Context, b *Batch, a1 attemptOne) {
 	}
 	if err != nil {
 		c.log.Debug().Err(err).Str("batch", b.ID).Msg("could not remove the manifest of a batch never published")
+		return
+	}
+	if a, ok := a1.m.Attempt(1); ok {
+		c.dropIDs(ctx, b.ID, a)
 	}
 }
 
-// conflictDetail says how tasks differ from the attempt stored: the first
-// id only one side has, or, with the same ids, that a body differs.
-func conflictDetail(a messages.AttemptManifest, tasks []messages.Task) string {
+// conflictDetail says how tasks differ from attempt a of batch as stored:
+// the first id only one side has, or, with the same ids, that a body
+// differs.
+func (c *Client) conflictDetail(ctx context.Context, batch string, a messages.AttemptManifest, tasks []messages.Task) string {
+	ids, err := c.attemptIDs(ctx, batch, a)
+	if err != nil {
+		c.log.Debug().Err(err).Str("batch", batch).Msg("could not read the stored task ids")
+	}
+	a.IDs = ids
 	stored := make(map[string]bool, len(a.IDs))
 	for _, id := range a.IDs {
 		stored[id] = true
