@@ -85,7 +85,8 @@ func (e *StoreFullError) Error() string {
 func tenantOfName(name string) (string, bool) {
 	for _, base := range []string{messages.StreamTasks, messages.StreamResults, messages.StreamDLQ, "KV_" + messages.BucketBatches,
 		"KV_" + messages.BucketCancel, "KV_" + messages.BucketVerdicts, "OBJ_" + messages.BucketOutputs,
-		messages.BucketBatches, messages.BucketCancel, messages.BucketVerdicts, messages.BucketOutputs} {
+		"OBJ_" + messages.BucketInputs, messages.BucketBatches, messages.BucketCancel, messages.BucketVerdicts, messages.BucketOutputs,
+		messages.BucketInputs} {
 		if t, ok := strings.CutPrefix(name, base+"_"); ok && messages.ValidID(t) {
 			return t, true
 		}

@@ -110,6 +110,10 @@ func (c *Client) publish(ctx context.Context, b *Batch, early <-chan attemptOne)
 		c.dropAttemptOne(ctx, b, a1)
 		return rep, err
 	}
+	if err := c.putInputs(ctx, b.ID, b.inputs); err != nil {
+		c.dropAttemptOne(ctx, b, a1)
+		return rep, err
+	}
 	if c.afterRoomCheck != nil {
 		c.afterRoomCheck()
 	}
