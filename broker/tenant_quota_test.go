@@ -2,6 +2,8 @@ package broker_test
 
 import (
 	"context"
+	"crypto/rand"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"strings"
@@ -80,17 +82,31 @@ func TestTenantFillsOnlyItsOwnQuota(t *testing.T) {
 	// alice is not affected: she submits, her tasks run, she cancels.
 	asc, err := scheduler.New(alice.nc, scheduler.Config{APIPrefix: broker.TenantAPIPrefix, Tenant: "alice"})
 	require.NoError(t, err)
+	// a3's stdin is too large for a task message: alice puts it into her
+	// inputs store, the worker reads it from there.
+	large := make([]byte, 2<<20)
+	_, _ = rand.Read(large)
 	ab, err := scheduler.NewBatch([]messages.Task{
 		{ID: "a1", Kind: messages.KindExec, Shell: "echo one"},
 		{ID: "a2", Kind: messages.KindExec, Shell: "echo two"},
+		{ID: "a3", Kind: messages.KindExec, Shell: "sha256sum", Stdin: large},
 	}, scheduler.BatchOptions{Batch: "work", Tenant: "alice"})
 	require.NoError(t, err)
+	require.NotNil(t, ab.Tasks[2].StdinObject)
 	_, err = asc.Publish(ctx10(t), ab)
 	require.NoError(t, err, "alice submits while bob's namespace is full")
 	got := map[string]messages.Status{}
-	_, err = asc.Collect(ctx10(t), scheduler.CollectOptions{Batch: ab.ID, OnResult: func(r *messages.Result) error { got[r.TaskID] = r.Status; return nil }})
+	var a3out string
+	_, err = asc.Collect(ctx10(t), scheduler.CollectOptions{Batch: ab.ID, OnResult: func(r *messages.Result) error {
+		got[r.TaskID] = r.Status
+		if r.TaskID == "a3" {
+			a3out = r.Stdout
+		}
+		return nil
+	}})
 	require.NoError(t, err)
-	require.Equal(t, map[string]messages.Status{"a1": messages.StatusOK, "a2": messages.StatusOK}, got)
+	require.Equal(t, map[string]messages.Status{"a1": messages.StatusOK, "a2": messages.StatusOK, "a3": messages.StatusOK}, got)
+	require.Equal(t, fmt.Sprintf("%x  -\n", sha256.Sum256(large)), a3out)
 	require.NoError(t, asc.Cancel(ctx10(t), ab.ID, 1, "", "done"), "alice cancels while bob's cancels are full")
 
 	// The control: in one shared stream, a fill refuses everyone. The
