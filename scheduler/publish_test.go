@@ -188,11 +188,13 @@ func TestPublishRefusesTaskOverMaxPayloadBeforeAnyWrite(t *testing.T) {
 
 	// The body alone fits the server by 50 bytes; its headers do not.
 	small := `{"kind":"exec","argv":["echo","small"]}`
+	// A verify task's proof stays in the message (an exec task's large
+	// stdin or files would go to the inputs store).
 	big := func(id string) string {
 		t.Helper()
-		skeleton := fmt.Sprintf(`{"v":1,"id":%q,"batch":"mp","attempt":1,"kind":"exec","argv":["cat"],"stdin":""}`, id)
+		skeleton := fmt.Sprintf(`{"v":1,"id":%q,"batch":"mp","attempt":1,"kind":"verify","profile":"coq","verify":{"theorem":"x","statement":"True","proof":""}}`, id)
 		pad := strings.Repeat("x", 1<<20-50-len(skeleton))
-		return fmt.Sprintf(`{"id":%q,"kind":"exec","argv":["cat"],"stdin":%q}`, id, pad)
+		return fmt.Sprintf(`{"id":%q,"kind":"verify","profile":"coq","verify":{"theorem":"x","statement":"True","proof":%q}}`, id, pad)
 	}
 	in := small + "\n" + big("2") + "\n" + small[:len(small)-1] + `,"id":"3"}` + "\n" + big("4") + "\n"
 	for range 2 {
