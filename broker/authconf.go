@@ -45,6 +45,13 @@ var tenantExports = []tenantExport{
 	// Its manifests: read (direct get by key) and write (KV put).
 	{subject: "$KV." + tenantNS.Batches() + ".>", named: true},
 	{subject: jsAPI + ".DIRECT.GET.KV_" + tenantNS.Batches() + ".>", named: true},
+	// Its large task inputs: put (chunks and metadata, published without
+	// the API prefix), the lookup a put does first, and the purge of a
+	// replaced object's chunks. Workers read them.
+	{subject: "$O." + tenantNS.Inputs() + ".>", local: true, named: true},
+	{subject: jsAPI + ".STREAM.INFO.OBJ_" + tenantNS.Inputs(), named: true},
+	{subject: jsAPI + ".DIRECT.GET.OBJ_" + tenantNS.Inputs() + ".>", named: true},
+	{subject: jsAPI + ".STREAM.PURGE.OBJ_" + tenantNS.Inputs(), named: true},
 	// Cancel its batches.
 	{subject: "$KV." + tenantNS.Cancel() + ".>", named: true},
 	// Its results: last by subject, and ordered consumers on them.
@@ -176,7 +183,7 @@ func namespaces(tenants []string) []messages.Namespace {
 
 // namespaceWorkerPermissions is what a worker of pool may do in one
 // namespace: consume its pool's tasks, read results and dead tasks, watch
-// cancels, use the verdict cache and the outputs store.
+// cancels, use the verdict cache and the outputs store, read large inputs.
 func namespaceWorkerPermissions(pool string, ns messages.Namespace) (pub, sub []string) {
 	pub = []string{
 		// Its pool's consumers only: the filter is in the create subject.
@@ -203,6 +210,15 @@ func namespaceWorkerPermissions(pool string, ns messages.Namespace) (pub, sub []
 		jsAPI + ".DIRECT.GET.OBJ_" + ns.Outputs() + ".>",
 		jsAPI + ".STREAM.MSG.GET.OBJ_" + ns.Outputs(),
 		jsAPI + ".STREAM.PURGE.OBJ_" + ns.Outputs(),
+		// Large task inputs, read: an object's metadata, then its chunks
+		// through an ordered push consumer (created, flow-controlled,
+		// deleted).
+		jsAPI + ".DIRECT.GET.OBJ_" + ns.Inputs() + ".>",
+		jsAPI + ".STREAM.MSG.GET.OBJ_" + ns.Inputs(),
+		jsAPI + ".CONSUMER.CREATE.OBJ_" + ns.Inputs(),
+		jsAPI + ".CONSUMER.CREATE.OBJ_" + ns.Inputs() + ".>",
+		jsAPI + ".CONSUMER.DELETE.OBJ_" + ns.Inputs() + ".*",
+		"$JS.FC.OBJ_" + ns.Inputs() + ".>",
 	}
 	sub = []string{"$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES." + ns.Tasks() + ".*"}
 	return pub, sub

@@ -50,14 +50,30 @@ func IsStoreFull(err error) bool {
 	return storeFailed(err, descMaxBytes, descMaxMsgs)
 }
 
-// StoreFullError is a publish a full stream refused. Nothing was stored;
-// publishing again after space is freed (or the limit raised) is safe.
+// StoreFullError is a publish a full stream refused, or a batch refused
+// before its first task because the stream has no room for all of it
+// (Room set; Err is ErrNoRoom). Nothing of the refused message was
+// stored; publishing again after space is freed (or the limit raised) is
+// safe.
 type StoreFullError struct {
 	Stream string
 	Err    error
+	// Room, when set, is the batch the scheduler refused whole: what it
+	// needs of Stream and what Stream has left. Nothing was published.
+	Room *Room
+	// Stopped, when set, is a batch whose publication the full stream
+	// stopped part way: its manifest stays incomplete, and submitting the
+	// same batch again resumes it.
+	Stopped *Stopped
 }
 
 func (e *StoreFullError) Error() string {
+	switch {
+	case e.Room != nil:
+		return e.Room.explain(e.Stream)
+	case e.Stopped != nil:
+		return e.Stopped.explain(e.Stream, e.Err)
+	}
 	if tenant, ok := tenantOfName(e.Stream); ok {
 		return fmt.Sprintf("stream %s is full (%v): tenant %s has used its quota for it; nothing more is stored until its old messages age out (other tenants are not affected); the admin raises the quota with `warren auth quota %s key=SIZE` (`warren auth quota %s` shows it)", e.Stream, e.Err, tenant, tenant, tenant)
 	}
@@ -69,7 +85,8 @@ func (e *StoreFullError) Error() string {
 func tenantOfName(name string) (string, bool) {
 	for _, base := range []string{messages.StreamTasks, messages.StreamResults, messages.StreamDLQ, "KV_" + messages.BucketBatches,
 		"KV_" + messages.BucketCancel, "KV_" + messages.BucketVerdicts, "OBJ_" + messages.BucketOutputs,
-		messages.BucketBatches, messages.BucketCancel, messages.BucketVerdicts, messages.BucketOutputs} {
+		"OBJ_" + messages.BucketInputs, messages.BucketBatches, messages.BucketCancel, messages.BucketVerdicts, messages.BucketOutputs,
+		messages.BucketInputs} {
 		if t, ok := strings.CutPrefix(name, base+"_"); ok && messages.ValidID(t) {
 			return t, true
 		}

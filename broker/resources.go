@@ -40,7 +40,7 @@ type StreamConfig struct {
 // Byte limits a stream or bucket gets when it is created without an
 // override. A full stream refuses new messages (DiscardNew): a submit
 // fails with a StoreFullError instead of old, unrun tasks being dropped.
-// Together they reserve 14.4 GiB per replica of the server's JetStream
+// Together they reserve 15.4 GiB per replica of the server's JetStream
 // storage (max_file_store); FitStorage scales them to a smaller server.
 var DefaultMaxBytes = map[string]int64{
 	messages.StreamTasks:    4 << 30,
@@ -52,6 +52,7 @@ var DefaultMaxBytes = map[string]int64{
 	messages.BucketClaims:   64 << 20,
 	messages.BucketVerdicts: 1 << 30,
 	messages.BucketOutputs:  4 << 30,
+	messages.BucketInputs:   1 << 30,
 	messages.BucketTenants:  8 << 20,
 }
 
@@ -99,7 +100,7 @@ func resources(c StreamConfig) []resource {
 
 // namespaceResources are the streams and buckets of one namespace
 // (messages.Namespace): tasks, results, dead letters, manifests, cancels,
-// outputs, verdicts.
+// outputs, inputs, verdicts.
 func namespaceResources(ns messages.Namespace, c StreamConfig) []resource {
 	week := 7 * 24 * time.Hour
 	return []resource{
@@ -151,6 +152,7 @@ func namespaceResources(ns messages.Namespace, c StreamConfig) []resource {
 		{bucket: &jetstream.KeyValueConfig{Bucket: ns.Batches(), Description: "Warren batch manifests: task counts per attempt", TTL: week, History: 1}},
 		{bucket: &jetstream.KeyValueConfig{Bucket: ns.Verdicts(), Description: "Warren verdict cache: decided verdicts by content hash", TTL: week, History: 1}},
 		{object: &jetstream.ObjectStoreConfig{Bucket: ns.Outputs(), Description: "Warren result outputs too large for the result message", TTL: week}},
+		{object: &jetstream.ObjectStoreConfig{Bucket: ns.Inputs(), Description: "Warren task inputs too large for the task message", TTL: week}},
 	}
 }
 
@@ -281,7 +283,7 @@ func (r resource) want() jetstream.StreamConfig {
 // fails, naming the new value, when the table changes.
 func SetupDigest() string { return setupDigest }
 
-const setupDigest = "d26493758da61c6936022b0c"
+const setupDigest = "2c8885534d4dfb7a5c7480f0"
 
 // tableDigest hashes the resource table: what SetupDigest must return.
 func tableDigest() string {

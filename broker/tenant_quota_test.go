@@ -2,6 +2,8 @@ package broker_test
 
 import (
 	"context"
+	"crypto/rand"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"strings"
@@ -54,6 +56,18 @@ func TestTenantFillsOnlyItsOwnQuota(t *testing.T) {
 	require.ErrorAs(t, err, &full, "bob's publish is refused as his stream being full")
 	require.Equal(t, bobNS.Tasks(), full.Stream)
 	require.Contains(t, err.Error(), "tenant bob has used its quota")
+	// A batch of more is refused whole before its first task, read from
+	// bob's own stream's info, with the quota to raise.
+	many, err := scheduler.NewBatch([]messages.Task{{ID: "t1", Kind: messages.KindExec, Shell: "true"}, {ID: "t2", Kind: messages.KindExec, Shell: "true"}},
+		scheduler.BatchOptions{Batch: "many", Tenant: "bob"})
+	require.NoError(t, err)
+	_, err = bsc.Publish(ctx10(t), many)
+	require.ErrorIs(t, err, broker.ErrNoRoom)
+	require.ErrorAs(t, err, &full)
+	require.Equal(t, bobNS.Tasks(), full.Stream)
+	require.Contains(t, err.Error(), "warren auth quota bob task_bytes=SIZE task_msgs=N")
+	_, err = bsc.Manifest(ctx10(t), many.ID)
+	require.ErrorIs(t, err, scheduler.ErrUnknownBatch, "no manifest left behind")
 
 	// Manifests and cancels: KV puts until refused.
 	for _, bucket := range []string{bobNS.Batches(), bobNS.Cancel()} {
@@ -68,17 +82,31 @@ func TestTenantFillsOnlyItsOwnQuota(t *testing.T) {
 	// alice is not affected: she submits, her tasks run, she cancels.
 	asc, err := scheduler.New(alice.nc, scheduler.Config{APIPrefix: broker.TenantAPIPrefix, Tenant: "alice"})
 	require.NoError(t, err)
+	// a3's stdin is too large for a task message: alice puts it into her
+	// inputs store, the worker reads it from there.
+	large := make([]byte, 2<<20)
+	_, _ = rand.Read(large)
 	ab, err := scheduler.NewBatch([]messages.Task{
 		{ID: "a1", Kind: messages.KindExec, Shell: "echo one"},
 		{ID: "a2", Kind: messages.KindExec, Shell: "echo two"},
+		{ID: "a3", Kind: messages.KindExec, Shell: "sha256sum", Stdin: large},
 	}, scheduler.BatchOptions{Batch: "work", Tenant: "alice"})
 	require.NoError(t, err)
+	require.NotNil(t, ab.Tasks[2].StdinObject)
 	_, err = asc.Publish(ctx10(t), ab)
 	require.NoError(t, err, "alice submits while bob's namespace is full")
 	got := map[string]messages.Status{}
-	_, err = asc.Collect(ctx10(t), scheduler.CollectOptions{Batch: ab.ID, OnResult: func(r *messages.Result) error { got[r.TaskID] = r.Status; return nil }})
+	var a3out string
+	_, err = asc.Collect(ctx10(t), scheduler.CollectOptions{Batch: ab.ID, OnResult: func(r *messages.Result) error {
+		got[r.TaskID] = r.Status
+		if r.TaskID == "a3" {
+			a3out = r.Stdout
+		}
+		return nil
+	}})
 	require.NoError(t, err)
-	require.Equal(t, map[string]messages.Status{"a1": messages.StatusOK, "a2": messages.StatusOK}, got)
+	require.Equal(t, map[string]messages.Status{"a1": messages.StatusOK, "a2": messages.StatusOK, "a3": messages.StatusOK}, got)
+	require.Equal(t, fmt.Sprintf("%x  -\n", sha256.Sum256(large)), a3out)
 	require.NoError(t, asc.Cancel(ctx10(t), ab.ID, 1, "", "done"), "alice cancels while bob's cancels are full")
 
 	// The control: in one shared stream, a fill refuses everyone. The

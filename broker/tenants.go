@@ -35,6 +35,8 @@ func tenantResources(c StreamConfig, t Tenant, replicas int) []resource {
 			r.stream.MaxBytes, r.stream.MaxConsumers = q.ResultBytes, q.Consumers
 		case r.stream != nil:
 			r.stream.MaxBytes = q.DeadBytes
+		case r.object != nil && r.object.Bucket == messages.Namespace{Tenant: t.Name}.Inputs():
+			r.object.MaxBytes = q.InputBytes
 		case r.object != nil:
 			r.object.MaxBytes = q.OutputBytes
 		case r.bucket.Bucket == messages.Namespace{Tenant: t.Name}.Batches():

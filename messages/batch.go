@@ -36,6 +36,11 @@ type AttemptManifest struct {
 	// accepts a result only for one of them. Absent in manifests written
 	// before it existed.
 	IDs []string `json:"ids,omitempty"`
+	// IDChunks, when not 0, says the ids are too many for the manifest:
+	// they are in that many entries of its bucket, keys IDChunkKey(batch,
+	// Digest, 0..IDChunks-1), each an IDChunk, written before the manifest
+	// that points to them; IDs is then empty.
+	IDChunks int `json:"id_chunks,omitempty"`
 }
 
 // Attempt returns the manifest of attempt n.

@@ -35,7 +35,11 @@ const (
 	// CodeSecretsUnavailable: the task's secrets are sealed to a key this
 	// worker does not hold (no seal key, or another pool's key).
 	CodeSecretsUnavailable Code = "secrets_unavailable"
-	CodeInternal           Code = "internal" // a worker bug; see the message
+	// CodeInputUnavailable: an input object the task names (stdin_object,
+	// files_objects) is not in its inputs store, or does not match the
+	// size and sha256 the task gives (expired, replaced, or tampered with).
+	CodeInputUnavailable Code = "input_unavailable"
+	CodeInternal         Code = "internal" // a worker bug; see the message
 )
 
 // Error is a refusal with a stable code, the offending field and a message

@@ -17,6 +17,8 @@ func FuzzDecodeTask(f *testing.F) {
 	f.Add([]byte(`{"v":1,"id":"t","batch":"b","kind":"verify","profile":"coq","verify":{"theorem":"x","statement":"True","proof":"exact I."}}`))
 	f.Add([]byte(`{"v":1,"id":"t","batch":"b","kind":"exec","argv":["a\u0000"]}`))
 	f.Add([]byte(`{"v":1,"id":"t","batch":"b","kind":"exec","argv":["cat"],"stdin":{"base64":"/wA="},"files":{"t":{"base64":"f0VMRg=="}}}`))
+	f.Add([]byte(`{"v":1,"id":"t","batch":"b","kind":"exec","argv":["cat"],"stdin_object":{"name":"sha256-ab","size":3,"sha256":"` + strings.Repeat("ab", 32) + `"}}`))
+	f.Add([]byte(`{"v":1,"id":"t","batch":"b","kind":"exec","argv":["cat"],"files":{"a":"x"},"files_objects":{"a/b":{"name":"n","size":0,"sha256":"` + strings.Repeat("0", 64) + `"}}}`))
 	f.Add([]byte("\xff"))
 	f.Add([]byte(`[]`))
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -30,6 +32,12 @@ func FuzzDecodeTask(f *testing.F) {
 		}
 		if err := task.Validate(); err != nil {
 			t.Fatalf("decoded task fails validation: %v", err)
+		}
+		for p := range task.FilesObjects {
+			c, err := messages.CleanRelPath("files_objects", p)
+			if err != nil || strings.HasPrefix(c, "/") || c == ".." || strings.HasPrefix(c, "../") {
+				t.Fatalf("accepted input object path escapes: %q -> %q %v", p, c, err)
+			}
 		}
 		for p := range task.Files {
 			c, err := messages.CleanRelPath("files", p)
@@ -128,6 +136,42 @@ func FuzzDecodeSandboxReply(f *testing.F) {
 			if !errors.As(err, &me) {
 				t.Fatal(err)
 			}
+		}
+	})
+}
+
+// FuzzDecodeIDChunk: any input either decodes to a chunk of valid ids
+// that round-trips, or is refused with a *messages.Error; it never panics.
+func FuzzDecodeIDChunk(f *testing.F) {
+	f.Add([]byte(`{"v":1,"ids":["1","2","a-b_c"]}`))
+	f.Add([]byte(`{"v":1,"ids":[]}`))
+	f.Add([]byte(`{"v":2,"ids":["1"]}`))
+	f.Add([]byte(`{"v":1,"ids":["a.b"]}`))
+	f.Add([]byte(`{"v":1,"ids":["1"],"x":1}`))
+	f.Add([]byte(`[]`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		c, err := messages.DecodeIDChunk(data)
+		if err != nil {
+			var me *messages.Error
+			if !errors.As(err, &me) || me.Code == "" || me.Msg == "" {
+				t.Fatalf("refusal without a code and message: %v", err)
+			}
+			return
+		}
+		if len(c.IDs) == 0 {
+			t.Fatal("accepted an empty chunk")
+		}
+		for _, id := range c.IDs {
+			if !messages.ValidID(id) {
+				t.Fatalf("accepted id %q", id)
+			}
+		}
+		again, err := json.Marshal(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := messages.DecodeIDChunk(again); err != nil {
+			t.Fatalf("round trip refused: %v", err)
 		}
 	})
 }

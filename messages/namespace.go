@@ -17,6 +17,7 @@ import "strings"
 //	manifests  warren_batches    warren_batches_T            $KV.warren_batches_T.>
 //	cancels    warren_cancel     warren_cancel_T             $KV.warren_cancel_T.>
 //	outputs    warren_outputs    warren_outputs_T            $O.warren_outputs_T.>
+//	inputs     warren_inputs     warren_inputs_T             $O.warren_inputs_T.>
 //	verdicts   warren_verdicts   warren_verdicts_T           $KV.warren_verdicts_T.>
 //
 // The fleet's streams take only subjects whose batch is one token and a
@@ -54,6 +55,9 @@ func (n Namespace) Cancel() string { return n.name(BucketCancel) }
 
 // Outputs is the namespace's object store of large outputs.
 func (n Namespace) Outputs() string { return n.name(BucketOutputs) }
+
+// Inputs is the namespace's object store of large task inputs.
+func (n Namespace) Inputs() string { return n.name(BucketInputs) }
 
 // Verdicts is the namespace's verdict cache bucket.
 func (n Namespace) Verdicts() string { return n.name(BucketVerdicts) }

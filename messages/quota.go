@@ -31,6 +31,9 @@ type TenantQuota struct {
 	// OutputBytes bounds its large outputs (the object store). Defaults to
 	// 512 MiB.
 	OutputBytes int64 `json:"output_bytes,omitempty"`
+	// InputBytes bounds its large task inputs (the inputs object store).
+	// Defaults to 512 MiB.
+	InputBytes int64 `json:"input_bytes,omitempty"`
 	// VerdictBytes bounds its verdict cache. Defaults to 64 MiB.
 	VerdictBytes int64 `json:"verdict_bytes,omitempty"`
 	// DeadBytes bounds its dead letters (the oldest go first). Defaults
@@ -63,6 +66,7 @@ var DefaultTenantQuota = TenantQuota{
 	ManifestBytes: 32 << 20,
 	CancelBytes:   8 << 20,
 	OutputBytes:   512 << 20,
+	InputBytes:    512 << 20,
 	VerdictBytes:  64 << 20,
 	DeadBytes:     64 << 20,
 	Consumers:     64,
@@ -80,6 +84,7 @@ func (q TenantQuota) WithDefaults() TenantQuota {
 	q.ManifestBytes = cmp.Or(q.ManifestBytes, d.ManifestBytes)
 	q.CancelBytes = cmp.Or(q.CancelBytes, d.CancelBytes)
 	q.OutputBytes = cmp.Or(q.OutputBytes, d.OutputBytes)
+	q.InputBytes = cmp.Or(q.InputBytes, d.InputBytes)
 	q.VerdictBytes = cmp.Or(q.VerdictBytes, d.VerdictBytes)
 	q.DeadBytes = cmp.Or(q.DeadBytes, d.DeadBytes)
 	q.Consumers = cmp.Or(q.Consumers, d.Consumers)
@@ -110,6 +115,7 @@ var quotaKeys = []quotaKey{
 	{name: "manifest_bytes", kind: 's', i64: func(q *TenantQuota) *int64 { return &q.ManifestBytes }},
 	{name: "cancel_bytes", kind: 's', i64: func(q *TenantQuota) *int64 { return &q.CancelBytes }},
 	{name: "output_bytes", kind: 's', i64: func(q *TenantQuota) *int64 { return &q.OutputBytes }},
+	{name: "input_bytes", kind: 's', i64: func(q *TenantQuota) *int64 { return &q.InputBytes }},
 	{name: "verdict_bytes", kind: 's', i64: func(q *TenantQuota) *int64 { return &q.VerdictBytes }},
 	{name: "dead_bytes", kind: 's', i64: func(q *TenantQuota) *int64 { return &q.DeadBytes }},
 	{name: "consumers", kind: 'n', i: func(q *TenantQuota) *int { return &q.Consumers }},

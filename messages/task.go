@@ -53,6 +53,10 @@ type Task struct {
 	// Stdin is the command's whole standard input: any bytes (see Bytes
 	// for the wire form).
 	Stdin Bytes `json:"stdin,omitempty"`
+	// StdinObject, instead of Stdin, is a stdin too large for the task
+	// message, in the batch's inputs object store (BucketInputs). Exec
+	// tasks only.
+	StdinObject *InputObject `json:"stdin_object,omitempty"`
 	// Env is added to the sandbox's minimal environment (PATH, HOME, TMPDIR,
 	// LANG). Keys the sandbox owns (HOME, TMPDIR) cannot be overridden.
 	Env map[string]string `json:"env,omitempty"`
@@ -69,6 +73,12 @@ type Task struct {
 	// relative path -> content, any bytes (text as a JSON string, binary as
 	// {"base64": "..."}; see Bytes).
 	Files map[string]Bytes `json:"files,omitempty"`
+	// FilesObjects are files like Files whose content is too large for
+	// the task message, in the batch's inputs object store
+	// (BucketInputs): relative path -> object. A path is in Files or
+	// FilesObjects, not both; MaxFiles bounds the two together. Exec
+	// tasks only.
+	FilesObjects map[string]InputObject `json:"files_objects,omitempty"`
 	// Cwd is relative to the scratch directory. Defaults to the scratch dir.
 	Cwd string `json:"cwd,omitempty"`
 	// Outputs name the files to keep after the run: paths or globs

@@ -59,6 +59,9 @@ func (t *Task) Validate() error {
 	if err := t.validateFiles(); err != nil {
 		return err
 	}
+	if err := t.validateInputObjects(); err != nil {
+		return err
+	}
 	if t.Cwd != "" {
 		if _, err := CleanRelPath("cwd", t.Cwd); err != nil {
 			return err

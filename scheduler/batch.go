@@ -51,6 +51,9 @@ type Batch struct {
 	payloads [][]byte
 	lines    []int
 	show     int // BatchOptions.MaxErrors, for errors found at publish time
+	// inputs are the contents the tasks reference as input objects, by
+	// object name, stored by Publish before the first task.
+	inputs map[string][]byte
 }
 
 // NewBatch validates tasks and fills defaults, refusing the whole batch with
@@ -62,7 +65,12 @@ type Batch struct {
 //   - id: an empty id becomes the task's 1-based position (its line number
 //     in a JSONL file), so ids are stable across re-submissions;
 //   - batch: see BatchOptions.Batch. All tasks share one batch;
-//   - ids must be unique within the batch.
+//   - ids must be unique within the batch;
+//   - an exec task whose encoding is over 256 KiB has its largest stdin
+//     and files moved, one at a time until it is not, to input objects
+//     (stdin_object, files_objects: name, size, sha256) whose content
+//     Publish stores in the batch's inputs object store before the first
+//     task; the worker fetches and checks them before the run.
 //
 // The tasks are copied; the caller's slice is not modified.
 func NewBatch(tasks []messages.Task, opts BatchOptions) (*Batch, error) {
@@ -86,6 +94,7 @@ func newBatch(tasks []messages.Task, lines []int, prior []*LineError, opts Batch
 		}
 	}
 	problems := append([]*LineError(nil), prior...)
+	inputs := map[string][]byte{}
 	add := func(le *LineError) { problems = append(problems, le) }
 	batch, batchLine := opts.Batch, 0
 	for i := range tasks {
@@ -97,6 +106,9 @@ func newBatch(tasks []messages.Task, lines []int, prior []*LineError, opts Batch
 			v := *t.Verify // the caller's spec is not modified
 			v.NoCache = true
 			t.Verify = &v
+		}
+		if err := externalize(t, inputs); err != nil {
+			add(&LineError{lines[i], err})
 		}
 		switch t.Attempt {
 		case 0:
@@ -138,7 +150,7 @@ func newBatch(tasks []messages.Task, lines []int, prior []*LineError, opts Batch
 		add(&LineError{batchLine, err})
 		return nil, newBatchError(problems, opts.MaxErrors)
 	}
-	b := &Batch{ID: batch, Tasks: tasks, Digest: digest, payloads: make([][]byte, len(tasks)), lines: lines, show: opts.MaxErrors}
+	b := &Batch{ID: batch, Tasks: tasks, Digest: digest, payloads: make([][]byte, len(tasks)), lines: lines, show: opts.MaxErrors, inputs: inputs}
 	seen := make(map[string]int, len(tasks))
 	for i := range tasks {
 		t := &tasks[i]
@@ -213,9 +225,9 @@ func digestTasks(tasks []messages.Task) string {
 // once defaults are filled.
 func decodeTaskLine(data []byte) (messages.Task, error) {
 	var t messages.Task
-	if len(data) > messages.MaxTaskBytes {
+	if len(data) > MaxLineBytes {
 		return t, &messages.Error{Code: messages.CodeTooLarge,
-			Msg: fmt.Sprintf("line is %d bytes, at most %d; put large inputs in files or split the task", len(data), messages.MaxTaskBytes)}
+			Msg: fmt.Sprintf("line is %d bytes, at most %d; split the task or its inputs", len(data), MaxLineBytes)}
 	}
 	if !utf8.Valid(data) {
 		return t, &messages.Error{Code: messages.CodeInvalidUTF8, Msg: `not valid UTF-8; give binary stdin or file content as {"base64": "..."}`}

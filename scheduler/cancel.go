@@ -77,8 +77,13 @@ func (c *Client) existingAttempt(ctx context.Context, batch string, attempt int)
 func (c *Client) checkTaskExists(ctx context.Context, batch string, attempt int, id string) error {
 	unknown := fmt.Errorf("%w %q in batch %q attempt %d: no such task; nothing cancelled", ErrUnknownTask, id, batch, attempt)
 	if m, err := c.Manifest(ctx, batch); err == nil {
-		if a, ok := m.Attempt(attempt); ok && len(a.IDs) > 0 {
-			if slices.Contains(a.IDs, id) {
+		a, ok := m.Attempt(attempt)
+		var ids []string
+		if ok {
+			ids, err = c.attemptIDs(ctx, batch, a)
+		}
+		if err == nil && len(ids) > 0 {
+			if slices.Contains(ids, id) {
 				return nil
 			}
 			return unknown

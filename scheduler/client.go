@@ -24,6 +24,10 @@ type Client struct {
 	// a round trip that returns the resource's configuration).
 	handlesMu sync.Mutex
 	handles   map[string]handle
+
+	// afterRoomCheck, when set (by tests), runs between a publication's
+	// room check and its first task: another publisher filling the stream.
+	afterRoomCheck func()
 }
 
 // handle is a stream or bucket looked up at a time.

@@ -104,9 +104,8 @@ func (c *Client) Collect(ctx context.Context, o CollectOptions) (*CollectReport,
 		}
 		if ok {
 			rep.Total = a.Total
-			want = idSet(a.IDs)
-			if want == nil {
-				c.log.Warn().Str("batch", o.Batch).Int("attempt", rep.Attempt).Msg("the manifest lists no task ids (written by an older scheduler): results are counted without checking their ids")
+			if want, err = c.wantIDs(ctx, o.Batch, rep.Attempt, a); err != nil {
+				return rep, err
 			}
 		}
 	}
@@ -154,6 +153,23 @@ func (c *Client) Collect(ctx context.Context, o CollectOptions) (*CollectReport,
 		}
 	}
 	return rep, nil
+}
+
+// wantIDs is the set of attempt a's task ids, which alone a collection
+// counts; nil, with a warning, when the manifest has none to check
+// against (written by an older scheduler, or its id chunks gone).
+func (c *Client) wantIDs(ctx context.Context, batch string, attempt int, a messages.AttemptManifest) (map[string]bool, error) {
+	ids, err := c.attemptIDs(ctx, batch, a)
+	switch {
+	case errors.Is(err, errIDsGone):
+		c.log.Warn().Err(err).Str("batch", batch).Int("attempt", attempt).Msg("the manifest's task ids are gone (expired): results are counted without checking their ids")
+		return nil, nil
+	case err != nil:
+		return nil, err
+	case ids == nil:
+		c.log.Warn().Str("batch", batch).Int("attempt", attempt).Msg("the manifest lists no task ids (written by an older scheduler): results are counted without checking their ids")
+	}
+	return idSet(ids), nil
 }
 
 func idSet(ids []string) map[string]bool {

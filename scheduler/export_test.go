@@ -21,3 +21,27 @@ func (c *Client) UpdateManifestFrom(ctx context.Context, batch string, known *me
 	_, stored, err := c.updateManifestFrom(ctx, batch, known, rev, fn)
 	return stored, err
 }
+
+// SetAfterRoomCheck runs fn between a publication's room check and its
+// first task.
+func (c *Client) SetAfterRoomCheck(fn func()) { c.afterRoomCheck = fn }
+
+// RoomNeed is the bytes the task stream counts for b's tasks once stored.
+func RoomNeed(b *Batch) int64 {
+	var n int64
+	for i := range b.Tasks {
+		n += storedSize(taskMsg(&b.Tasks[i], b.payloads[i]))
+	}
+	return n
+}
+
+// SetIDChunking makes ids over inline bytes go into chunks of chunk bytes
+// for the test's duration.
+func SetIDChunking(t interface{ Cleanup(func()) }, inline, chunk int) {
+	oldInline, oldChunk := idInlineBytes, idChunkBytes
+	idInlineBytes, idChunkBytes = inline, chunk
+	t.Cleanup(func() { idInlineBytes, idChunkBytes = oldInline, oldChunk })
+}
+
+// SplitIDs is splitIDs.
+func SplitIDs(ids []string) [][]string { return splitIDs(ids) }

@@ -15,6 +15,9 @@ import (
 // checked before anything is returned: one bad line refuses the whole batch
 // with a *BatchError listing the problems by line. Defaults are filled as
 // NewBatch describes (a task without id gets its line number).
+//
+// A line may be up to MaxLineBytes: stdin and files too large for a task
+// message go to the inputs object store (see NewBatch).
 func ReadBatch(r io.Reader, opts BatchOptions) (*Batch, error) {
 	br := bufio.NewReaderSize(r, 64<<10)
 	var (
@@ -23,7 +26,7 @@ func ReadBatch(r io.Reader, opts BatchOptions) (*Batch, error) {
 		bad   []*LineError
 	)
 	for n := 1; ; n++ {
-		line, tooLong, err := readLine(br, messages.MaxTaskBytes)
+		line, tooLong, err := readLine(br, MaxLineBytes)
 		if err != nil && !errors.Is(err, io.EOF) {
 			return nil, fmt.Errorf("scheduler: read batch: %w", err)
 		}
@@ -31,7 +34,7 @@ func ReadBatch(r io.Reader, opts BatchOptions) (*Batch, error) {
 		switch {
 		case tooLong:
 			bad = append(bad, &LineError{n, &messages.Error{Code: messages.CodeTooLarge,
-				Msg: fmt.Sprintf("line is longer than %d bytes; put large inputs in files or split the task", messages.MaxTaskBytes)}})
+				Msg: fmt.Sprintf("line is longer than %d bytes; split the task or its inputs", MaxLineBytes)}})
 		case len(bytes.TrimSpace(line)) == 0:
 		default:
 			t, derr := decodeTaskLine(line)
@@ -48,6 +51,10 @@ func ReadBatch(r io.Reader, opts BatchOptions) (*Batch, error) {
 	}
 	return newBatch(tasks, lines, bad, opts)
 }
+
+// MaxLineBytes bounds one JSONL line: a task with its inline stdin and
+// files, before the large ones are moved to the inputs object store.
+const MaxLineBytes = 256 << 20
 
 // readLine returns the next line without its newline. A line longer than max
 // is consumed and reported as tooLong without being kept in memory. At the

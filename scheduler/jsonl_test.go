@@ -73,7 +73,7 @@ func TestReadBatchRefusesWithLineNumbers(t *testing.T) {
 		{"NUL in argv", `{"kind":"exec","argv":["a\u0000b"]}`, "", messages.ErrNULByte},
 		{"path traversal", `{"kind":"exec","argv":["x"],"files":{"../etc/passwd":"x"}}`, "", messages.ErrPathTraversal},
 		{"bad utf8", "{\"kind\":\"exec\",\"argv\":[\"\xff\"]}", "", messages.ErrInvalidUTF8},
-		{"oversize", `{"kind":"exec","argv":["x"],"stdin":"` + strings.Repeat("a", messages.MaxTaskBytes) + `"}`, "", messages.ErrTooLarge},
+		{"oversize", `{"kind":"verify","profile":"coq","verify":{"theorem":"x","statement":"True","proof":"` + strings.Repeat("a", messages.MaxTaskBytes) + `"}}`, "", messages.ErrTooLarge},
 		{"later attempt", `{"kind":"exec","argv":["x"],"attempt":2}`, "", messages.ErrInvalidField},
 		{"duplicate id", `{"id":"1","kind":"exec","argv":["x"]}`, "", messages.ErrContradictory},
 		{"other batch than flag", `{"batch":"other","kind":"exec","argv":["x"]}`, "flagged", messages.ErrContradictory},

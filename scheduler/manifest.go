@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -118,26 +117,15 @@ func (c *Client) updateManifestFrom(ctx context.Context, batch string, known *me
 // must not exist), as the bucket's Create and Update do, but without its
 // handle: looking the bucket up is a JetStream API request (and its
 // stream info decoded) on the path of every publication, for nothing a
-// write needs. The subject is the handle's for a bucket that is not a
-// mirror (Warren's never are): $KV.<bucket>.<key>, behind the API prefix
-// when it is not the default (a tenant's). A compare that fails says
+// write needs (the subject: kvSubject). A compare that fails says
 // ErrKeyExists (create) or ErrKeyRevisionMismatch (update), as the
 // handle's do; no stream answering is looked into through the handle, so
 // a broker never set up says so.
 func (c *Client) putManifest(ctx context.Context, batch string, data []byte, rev uint64) (uint64, error) {
-	subject := "$KV." + messages.NamespaceOf(batch).Batches() + "." + batch
-	if p := c.js.Options().APIPrefix; p != "" {
-		if !strings.HasSuffix(p, ".") {
-			p += "." // as the handle's prefix is normalised
-		}
-		if p != jetstream.DefaultAPIPrefix {
-			subject = p + subject
-		}
-	}
-	ack, err := c.js.PublishMsg(ctx, &nats.Msg{Subject: subject, Data: data}, jetstream.WithExpectLastSequencePerSubject(rev))
+	seq, err := c.putKV(ctx, messages.NamespaceOf(batch).Batches(), batch, data, []jetstream.PublishOpt{jetstream.WithExpectLastSequencePerSubject(rev)})
 	switch {
 	case err == nil:
-		return ack.Sequence, nil
+		return seq, nil
 	case isWrongLastSeq(err) && rev == 0:
 		return 0, fmt.Errorf("%w: %w", err, jetstream.ErrKeyExists)
 	case isWrongLastSeq(err):

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"time"
 
@@ -66,7 +68,8 @@ func (c *Client) publish(ctx context.Context, b *Batch, early <-chan attemptOne)
 		msgs[i] = taskMsg(&b.Tasks[i], b.payloads[i])
 	}
 	// All or nothing: every task must fit the broker before the first write.
-	if err := c.checkSizes(ctx, msgs, b.lines, b.show); err != nil {
+	limits, err := c.checkSizes(ctx, b.ID, msgs, b.lines, b.show)
+	if err != nil {
 		return unsent(err)
 	}
 	var a1 attemptOne
@@ -102,13 +105,22 @@ func (c *Client) publish(ctx context.Context, b *Batch, early <-chan attemptOne)
 		}
 		send = append(send, msgs[i])
 	}
+	// All or nothing: room in the task stream for every task left to send.
+	if err := checkRoom(b.ID, limits, send); err != nil {
+		c.dropAttemptOne(ctx, b, a1)
+		return rep, err
+	}
+	if err := c.putInputs(ctx, b.ID, b.inputs); err != nil {
+		c.dropAttemptOne(ctx, b, a1)
+		return rep, err
+	}
+	if c.afterRoomCheck != nil {
+		c.afterRoomCheck()
+	}
 	stored, dups, err := c.publishAll(ctx, send)
 	rep.Stored, rep.Duplicates = stored, dups
 	if err != nil {
-		if stored+dups == 0 && errors.Is(err, &messages.Error{Code: messages.CodeTooLarge}) {
-			c.dropAttemptOne(ctx, b, a1) // refused whole, as checkSizes would have
-		}
-		return rep, err
+		return rep, c.publishFailed(ctx, b, a1, rep, len(send), err)
 	}
 	// From the manifest just written: no read unless it changed since.
 	_, _, err = c.updateManifestFrom(ctx, b.ID, created, rev, func(m *messages.BatchManifest) error {
@@ -118,6 +130,24 @@ func (c *Client) publish(ctx context.Context, b *Batch, early <-chan attemptOne)
 		return nil
 	})
 	return rep, err
+}
+
+// publishFailed is err of a publication that stopped: a batch of one
+// refused whole (too large, or the stream full) leaves no manifest, as
+// checkSizes and checkRoom would have; a full stream that stopped a
+// larger batch part way says so, and that submitting it again resumes it.
+func (c *Client) publishFailed(ctx context.Context, b *Batch, a1 attemptOne, rep *PublishReport, sent int, err error) error {
+	var full *broker.StoreFullError
+	isFull := errors.As(err, &full)
+	refusedWhole := sent == 1 && rep.Stored+rep.Duplicates == 0
+	switch {
+	case refusedWhole && (isFull || errors.Is(err, &messages.Error{Code: messages.CodeTooLarge})):
+		c.dropAttemptOne(ctx, b, a1)
+	case isFull && full.Room == nil:
+		return &broker.StoreFullError{Stream: full.Stream, Err: full.Err,
+			Stopped: &broker.Stopped{Batch: b.ID, Stored: rep.Skipped + rep.Stored + rep.Duplicates, Total: rep.Total}}
+	}
+	return err
 }
 
 // attemptOne is the outcome of Publish's step 1 for a batch: its manifest
@@ -135,20 +165,29 @@ type attemptOne struct {
 // task set is ErrBatchConflict.
 func (c *Client) writeAttemptOne(ctx context.Context, b *Batch) attemptOne {
 	var a1 attemptOne
+	shared := false // a stored attempt has the same task set (a replay's)
+	mine := messages.AttemptManifest{Total: len(b.Tasks), PublishedAt: time.Now().UTC(), Digest: b.Digest}
+	if a1.err = c.setIDs(ctx, b.ID, &mine, taskIDs(b.Tasks)); a1.err != nil {
+		return a1
+	}
 	a1.m, a1.rev, a1.err = c.createManifest(ctx, b.ID, func(m *messages.BatchManifest) error {
 		a1.resume, a1.complete = false, false // applied again after a lost race
 		a, ok := m.Attempt(1)
 		if ok {
 			if a.Digest != b.Digest || a.Total != len(b.Tasks) {
+				shared = slices.ContainsFunc(slices.Collect(maps.Values(m.Attempts)), func(o messages.AttemptManifest) bool { return o.Digest == b.Digest })
 				return fmt.Errorf("%w: batch %q: %s; a batch id is published once, with one task set: choose another batch id (or replay %s to run it again)",
-					ErrBatchConflict, b.ID, conflictDetail(a, b.Tasks), b.ID)
+					ErrBatchConflict, b.ID, c.conflictDetail(ctx, b.ID, a, b.Tasks), b.ID)
 			}
 			a1.resume, a1.complete = true, a.Complete
 			return nil
 		}
-		m.SetAttempt(1, messages.AttemptManifest{Total: len(b.Tasks), PublishedAt: time.Now().UTC(), Digest: b.Digest, IDs: taskIDs(b.Tasks)})
+		m.SetAttempt(1, mine)
 		return nil
 	})
+	if errors.Is(a1.err, ErrBatchConflict) && !shared {
+		c.dropIDs(ctx, b.ID, mine) // no stored attempt has these tasks
+	}
 	return a1
 }
 
@@ -169,12 +208,22 @@ func (c *Client) dropAttemptOne(ctx context.Context, b *Batch, a1 attemptOne) {
 	}
 	if err != nil {
 		c.log.Debug().Err(err).Str("batch", b.ID).Msg("could not remove the manifest of a batch never published")
+		return
+	}
+	if a, ok := a1.m.Attempt(1); ok {
+		c.dropIDs(ctx, b.ID, a)
 	}
 }
 
-// conflictDetail says how tasks differ from the attempt stored: the first
-// id only one side has, or, with the same ids, that a body differs.
-func conflictDetail(a messages.AttemptManifest, tasks []messages.Task) string {
+// conflictDetail says how tasks differ from attempt a of batch as stored:
+// the first id only one side has, or, with the same ids, that a body
+// differs.
+func (c *Client) conflictDetail(ctx context.Context, batch string, a messages.AttemptManifest, tasks []messages.Task) string {
+	ids, err := c.attemptIDs(ctx, batch, a)
+	if err != nil {
+		c.log.Debug().Err(err).Str("batch", batch).Msg("could not read the stored task ids")
+	}
+	a.IDs = ids
 	stored := make(map[string]bool, len(a.IDs))
 	for _, id := range a.IDs {
 		stored[id] = true

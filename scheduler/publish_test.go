@@ -188,11 +188,13 @@ func TestPublishRefusesTaskOverMaxPayloadBeforeAnyWrite(t *testing.T) {
 
 	// The body alone fits the server by 50 bytes; its headers do not.
 	small := `{"kind":"exec","argv":["echo","small"]}`
+	// A verify task's proof stays in the message (an exec task's large
+	// stdin or files would go to the inputs store).
 	big := func(id string) string {
 		t.Helper()
-		skeleton := fmt.Sprintf(`{"v":1,"id":%q,"batch":"mp","attempt":1,"kind":"exec","argv":["cat"],"stdin":""}`, id)
+		skeleton := fmt.Sprintf(`{"v":1,"id":%q,"batch":"mp","attempt":1,"kind":"verify","profile":"coq","verify":{"theorem":"x","statement":"True","proof":""}}`, id)
 		pad := strings.Repeat("x", 1<<20-50-len(skeleton))
-		return fmt.Sprintf(`{"id":%q,"kind":"exec","argv":["cat"],"stdin":%q}`, id, pad)
+		return fmt.Sprintf(`{"id":%q,"kind":"verify","profile":"coq","verify":{"theorem":"x","statement":"True","proof":%q}}`, id, pad)
 	}
 	in := small + "\n" + big("2") + "\n" + small[:len(small)-1] + `,"id":"3"}` + "\n" + big("4") + "\n"
 	for range 2 {
@@ -256,10 +258,10 @@ func TestPublishOfOneTaskLeavesTheStreamsMaxMsgSizeToTheStream(t *testing.T) {
 	require.ErrorIs(t, err, scheduler.ErrUnknownBatch, "the manifest was left")
 }
 
-// A publication looks the tasks stream up once (and a later one on the
-// same client not at all); it writes its manifest without looking the
-// bucket up, and marks it complete from the revision it created, without
-// reading it back.
+// A publication reads the task stream's info once (its limits and the
+// room left, fresh for every publication); it writes its manifest
+// without looking the bucket up, and marks it complete from the revision
+// it created, without reading it back.
 func TestPublishLooksUpOnceAndWritesTheManifestWithoutReading(t *testing.T) {
 	x := setup(t)
 	spy := apiSpy(t, x.b.URL, "$JS.API.>")
@@ -277,7 +279,7 @@ func TestPublishLooksUpOnceAndWritesTheManifestWithoutReading(t *testing.T) {
 	spy.reset(t) // the Manifest read above
 	_, err = x.c.Publish(x.ctx, mustBatch(t, 2, "looks-again"))
 	require.NoError(t, err)
-	require.Empty(t, spy.subjects(t, 0), "the second publication reuses the lookups")
+	require.Equal(t, []string{"$JS.API.STREAM.INFO.WARREN_TASKS"}, spy.subjects(t, 1), "the second publication reads the room left, nothing else")
 }
 
 // The manifest changed between a publication's create and its update (a

@@ -107,14 +107,20 @@ func (c *Client) Replay(ctx context.Context, o ReplayOptions) (*ReplayReport, er
 	if err != nil {
 		return rep, err
 	}
-	if err := c.checkSizes(ctx, msgs, lines, 0); err != nil {
+	limits, err := c.checkSizes(ctx, o.Batch, msgs, lines, 0)
+	if err == nil {
+		err = checkRoom(o.Batch, limits, msgs)
+	}
+	if err != nil {
+		return rep, err
+	}
+	next := messages.AttemptManifest{Total: len(tasks), PublishedAt: time.Now().UTC(), Digest: digestTasks(tasks), ReplayOf: replayOf}
+	if err := c.setIDs(ctx, o.Batch, &next, taskIDs(tasks)); err != nil {
 		return rep, err
 	}
 	_, err = c.updateManifest(ctx, o.Batch, func(m *messages.BatchManifest) error {
 		rep.Attempt = max(maxAttempt, m.LatestAttempt()) + 1
-		m.SetAttempt(rep.Attempt, messages.AttemptManifest{
-			Total: len(tasks), PublishedAt: time.Now().UTC(), Digest: digestTasks(tasks), ReplayOf: replayOf, IDs: taskIDs(tasks),
-		})
+		m.SetAttempt(rep.Attempt, next)
 		return nil
 	})
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -44,23 +45,35 @@ func (c *Client) taskSizeLimit(ctx context.Context) (int64, string, error) {
 }
 
 // checkSizes refuses the batch, before anything is written, when a task's
-// message is larger than the broker stores (taskSizeLimit): a stock
-// nats-server takes 1 MiB, headers included, so a task just under
+// message is larger than the broker stores: the server's max_payload (from
+// its INFO) or, when smaller, the batch's task stream's max_msg_size. A
+// stock nats-server takes 1 MiB, headers included, so a task just under
 // messages.MaxTaskBytes can still be too large once its headers are added.
-// lines[i] is the input line of msgs[i].
+// lines[i] is the input line of msgs[i]. It returns the task stream's
+// limits and state as read now, for the room check (checkRoom).
 //
 // A batch of one task (every `warren exec`) is checked against the
-// server's max_payload alone, known from its INFO: the stream's refusal of
-// its only task is all or nothing too, and publishAll turns it into the
-// same error (tooLarge), so its path pays no STREAM.INFO request, the
-// slowest of the round trips before its publication.
-func (c *Client) checkSizes(ctx context.Context, msgs []*nats.Msg, lines []int, show int) error {
-	limit, what, err := c.nc.MaxPayload(), "the broker's max_payload", error(nil)
+// server's max_payload alone, known from its INFO, and returns no limits:
+// the stream's refusal of its only task is all or nothing too, and
+// publishAll turns it into the same error (tooLarge), so its path pays no
+// STREAM.INFO request, the slowest of the round trips before its
+// publication.
+func (c *Client) checkSizes(ctx context.Context, batch string, msgs []*nats.Msg, lines []int, show int) (*streamLimits, error) {
+	limit, what := c.nc.MaxPayload(), "the broker's max_payload"
+	var info *streamLimits
 	if len(msgs) != 1 {
-		limit, what, err = c.taskSizeLimit(ctx)
+		stream := messages.NamespaceOf(batch).Tasks()
+		si, err := retry(ctx, c, "read the limits of stream "+stream, func() (streamLimits, error) { return c.streamInfo(ctx, stream) })
+		if err != nil {
+			return nil, fmt.Errorf("scheduler: read the limits of stream %s (has the broker been set up?): %w", stream, err)
+		}
+		info = &si
+		if m := si.Config.MaxMsgSize; m > 0 && (limit <= 0 || m < limit) {
+			limit, what = m, "the max_msg_size of stream "+stream
+		}
 	}
-	if err != nil || limit <= 0 {
-		return err // limit unknown (not connected): the publish itself will say so
+	if limit <= 0 {
+		return info, nil // limit unknown (not connected): the publish itself will say so
 	}
 	var problems []*LineError
 	for i, m := range msgs {
@@ -70,9 +83,9 @@ func (c *Client) checkSizes(ctx context.Context, msgs []*nats.Msg, lines []int, 
 		}
 	}
 	if be := newBatchError(problems, show); be != nil {
-		return be
+		return nil, be
 	}
-	return nil
+	return info, nil
 }
 
 // tooLarge is the error for a task message the tasks stream refused as
@@ -86,13 +99,38 @@ func (c *Client) tooLarge(ctx context.Context, m *nats.Msg) error {
 		Msg: fmt.Sprintf("the task's message is %d bytes with its headers, over %s; put large inputs in files or split the task", wireSize(m), what)}
 }
 
-// streamMaxMsgSize is stream's max_msg_size, read with one STREAM.INFO
-// request decoded into that field alone: the stream handle's full info
+// streamMaxMsgSize is stream's max_msg_size (streamInfo).
+func (c *Client) streamMaxMsgSize(ctx context.Context, stream string) (int64, error) {
+	info, err := c.streamInfo(ctx, stream)
+	return info.Config.MaxMsgSize, err
+}
+
+// streamLimits is what the scheduler reads of a stream's info: its limits
+// and what it holds.
+type streamLimits struct {
+	Config struct {
+		MaxMsgSize int64         `json:"max_msg_size"`
+		MaxBytes   int64         `json:"max_bytes"`
+		MaxMsgs    int64         `json:"max_msgs"`
+		MaxAge     time.Duration `json:"max_age"`
+	} `json:"config"`
+	State struct {
+		Msgs  uint64 `json:"messages"`
+		Bytes uint64 `json:"bytes"`
+	} `json:"state"`
+}
+
+// streamInfo reads stream's limits and state with one STREAM.INFO
+// request decoded into those fields alone: the stream handle's full info
 // (config, state, cluster) cost a one-off command's start ~0.5 ms of
 // encoding/json's first look at its types, on the way to its
 // publication. Errors are the handle's: ErrStreamNotFound for a stream
 // that does not exist, ErrJetStreamNotEnabled when nothing answers.
-func (c *Client) streamMaxMsgSize(ctx context.Context, stream string) (int64, error) {
+func (c *Client) streamInfo(ctx context.Context, stream string) (streamLimits, error) {
+	var resp struct {
+		streamLimits
+		Error *jetstream.APIError `json:"error"`
+	}
 	prefix := c.js.Options().APIPrefix
 	if prefix == "" {
 		prefix = jetstream.DefaultAPIPrefix
@@ -101,25 +139,19 @@ func (c *Client) streamMaxMsgSize(ctx context.Context, stream string) (int64, er
 	}
 	msg, err := c.nc.RequestWithContext(ctx, prefix+"STREAM.INFO."+stream, nil)
 	if errors.Is(err, nats.ErrNoResponders) {
-		return 0, jetstream.ErrJetStreamNotEnabled
+		return resp.streamLimits, jetstream.ErrJetStreamNotEnabled
 	}
 	if err != nil {
-		return 0, err
-	}
-	var resp struct {
-		Config struct {
-			MaxMsgSize int32 `json:"max_msg_size"`
-		} `json:"config"`
-		Error *jetstream.APIError `json:"error"`
+		return resp.streamLimits, err
 	}
 	if err := json.Unmarshal(msg.Data, &resp); err != nil {
-		return 0, fmt.Errorf("decode the info of stream %s: %w", stream, err)
+		return resp.streamLimits, fmt.Errorf("decode the info of stream %s: %w", stream, err)
 	}
 	switch {
 	case resp.Error == nil:
-		return int64(resp.Config.MaxMsgSize), nil
+		return resp.streamLimits, nil
 	case resp.Error.ErrorCode == jetstream.JSErrCodeStreamNotFound:
-		return 0, jetstream.ErrStreamNotFound
+		return resp.streamLimits, jetstream.ErrStreamNotFound
 	}
-	return 0, resp.Error
+	return resp.streamLimits, resp.Error
 }

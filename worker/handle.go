@@ -192,6 +192,15 @@ func (w *Worker) execute(ctx context.Context, t *messages.Task, delivery int, se
 			res.Status, res.Error = messages.StatusInvalid, invalid
 			return res, nil
 		}
+		withInputs, invalid, ierr := w.withInputs(ctx, t)
+		switch {
+		case ierr != nil:
+			return nil, ierr
+		case invalid != nil:
+			res.Status, res.Error = messages.StatusInvalid, invalid
+			return res, nil
+		}
+		t = withInputs
 		disk := w.diskFor(t)
 		out := newOutputCollector(t.Outputs)
 		spec := specFor(t, stdout, stderr, disk, out)

@@ -57,7 +57,7 @@ func (c *authInitCmd) Run(g *globals) error {
 type authAddCmd struct {
 	authDirFlag
 	Name  string `arg:"" help:"Tenant name: 1-32 of a-z 0-9 _ -; its batches are named NAME.<batch>."`
-	Quota string `help:"Limits, key=value,...: task_bytes, task_msgs, result_bytes, manifest_bytes, cancel_bytes, output_bytes, verdict_bytes, dead_bytes, consumers (the server's), running, sessions, session_ttl, weight (the workers', per host). Unset keys take the defaults (docs/security.md, Quotas)."`
+	Quota string `help:"Limits, key=value,...: task_bytes, task_msgs, result_bytes, manifest_bytes, cancel_bytes, output_bytes, input_bytes, verdict_bytes, dead_bytes, consumers (the server's), running, sessions, session_ttl, weight (the workers', per host). Unset keys take the defaults (docs/security.md, Quotas)."`
 }
 
 func (c *authAddCmd) Run(g *globals) error {

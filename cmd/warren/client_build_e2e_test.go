@@ -3,6 +3,7 @@ package main
 import (
 	"crypto/rand"
 	"crypto/sha256"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/warrenhq/warren/broker/brokertest"
+	"github.com/warrenhq/warren/messages"
 )
 
 // The client build must not link what makes warren-host slow to start:
@@ -122,6 +124,35 @@ func TestClientBinaryExecsTheHost(t *testing.T) {
 		out, code = run(fresh, warren, "exec", "--file", "bin/t="+tool, "--", "sha256sum", "bin/t")
 		require.Equal(t, 0, code, out)
 		require.Equal(t, sum+"  bin/t\n", out)
+	})
+
+	// Inputs larger than a task message go through the inputs object
+	// store and reach the command byte for byte: a 10 MiB stdin and a
+	// 10 MiB --file, and the same file in a submitted JSONL task.
+	t.Run("exec and submit carry 10 MiB inputs unchanged", func(t *testing.T) {
+		fresh := append(env, "WARREN_DATA_DIR="+t.TempDir())
+		big := make([]byte, 10<<20)
+		_, err := rand.Read(big)
+		require.NoError(t, err)
+		sum := fmt.Sprintf("%x", sha256.Sum256(big))
+		file := filepath.Join(t.TempDir(), "big.bin")
+		require.NoError(t, os.WriteFile(file, big, 0o644))
+		stdin = string(big)
+		out, code := run(fresh, warren, "exec", "--stdin", "--", "sh", "-c", "cat >in; wc -c <in; sha256sum <in")
+		require.Equal(t, 0, code, out)
+		require.Equal(t, "10485760\n"+sum+"  -\n", out)
+		out, code = run(fresh, warren, "exec", "--file", "data/big="+file, "--", "sha256sum", "data/big")
+		require.Equal(t, 0, code, out)
+		require.Equal(t, sum+"  data/big\n", out)
+
+		line, err := json.Marshal(map[string]any{"id": "big", "kind": "exec", "argv": []string{"sha256sum", "big"},
+			"files": map[string]messages.Bytes{"big": big}})
+		require.NoError(t, err)
+		jsonl := filepath.Join(t.TempDir(), "big.jsonl")
+		require.NoError(t, os.WriteFile(jsonl, append(line, '\n'), 0o644))
+		out, code = run(fresh, warren, "submit", "--batch", "bigfile", "--wait", jsonl)
+		require.Equal(t, 0, code, out)
+		require.Contains(t, out, sum+"  big")
 	})
 
 	t.Run("up execs warren-host; exec reaches it", func(t *testing.T) {

@@ -25,8 +25,8 @@ type execCmd struct {
 	Network       string            `name:"network" default:"none" enum:"none,loopback" help:"Network policy: none or loopback."`
 	Env           map[string]string `name:"env" short:"e" help:"KEY=VALUE added to the command's environment (repeatable)."`
 	Secrets       []string          `name:"secret" help:"NAME: pass your environment variable NAME to the command as a secret: sealed to the pool's key, masked in its output (repeatable)."`
-	Stdin         bool              `name:"stdin" help:"Read standard input fully and give it to the command (any bytes)."`
-	Files         []string          `name:"file" short:"f" help:"LOCAL or DEST=LOCAL: put a local file (any bytes, e.g. a static tool) in the command's home as DEST, by default its base name (repeatable). Files are written mode 0644: chmod +x one to run it. The whole task must stay under 1 MiB." placeholder:"[DEST=]LOCAL"`
+	Stdin         bool              `name:"stdin" help:"Read standard input fully and give it to the command (any bytes, up to 1 GiB: a large one goes through the inputs object store)."`
+	Files         []string          `name:"file" short:"f" help:"LOCAL or DEST=LOCAL: put a local file (any bytes, e.g. a static tool) in the command's home as DEST, by default its base name (repeatable). Files are written mode 0644: chmod +x one to run it. Up to 1 GiB each: large ones go through the inputs object store." placeholder:"[DEST=]LOCAL"`
 	QueueUnserved bool              `name:"queue-unserved" help:"Queue the command and wait even when no live worker serves its pool/profile; without it, exec fails at once naming what is served."`
 	Cmd           []string          `arg:"" passthrough:"partial" help:"Command and arguments; put -- before them when they start with a dash."`
 }
@@ -58,12 +58,12 @@ func (c *execCmd) Run(g *globals) error {
 		return err
 	}
 	if c.Stdin {
-		data, err := io.ReadAll(io.LimitReader(g.IO.In, messages.MaxTaskBytes+1))
+		data, err := io.ReadAll(io.LimitReader(g.IO.In, messages.MaxInputObjectBytes+1))
 		if err != nil {
 			return err
 		}
-		if len(data) > messages.MaxTaskBytes {
-			return fmt.Errorf("--stdin: input exceeds %d bytes; put it in a file the command reads", messages.MaxTaskBytes)
+		if len(data) > messages.MaxInputObjectBytes {
+			return fmt.Errorf("--stdin: input exceeds %d bytes; ship it in a session (warren sandbox cp) instead", messages.MaxInputObjectBytes)
 		}
 		task.Stdin = data
 	}
@@ -102,7 +102,7 @@ func (c *execCmd) addFiles(task *messages.Task) error {
 		if !ok {
 			dest, local = filepath.Base(f), f
 		}
-		data, err := readLimited(local, messages.MaxTaskBytes)
+		data, err := readLimited(local, messages.MaxInputObjectBytes)
 		if err != nil {
 			return fmt.Errorf("--file %s: %w", f, err)
 		}
@@ -129,7 +129,7 @@ func readLimited(path string, limit int64) ([]byte, error) {
 		return nil, err
 	}
 	if int64(len(data)) > limit {
-		return nil, fmt.Errorf("over %d bytes, more than a task carries; ship it in a session (warren sandbox cp) instead", limit)
+		return nil, fmt.Errorf("over %d bytes, more than a task input takes; ship it in a session (warren sandbox cp) instead", limit)
 	}
 	return data, nil
 }

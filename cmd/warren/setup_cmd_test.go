@@ -115,8 +115,9 @@ func TestSubmitToFullStreamFailsFast(t *testing.T) {
 	r := runClient(t, ctx, b.URL, tasksJSONL(200), "submit", "--batch", "full", "--queue-unserved")
 	require.Error(t, r.err)
 	require.Less(t, time.Since(start), 10*time.Second, "refused, not retried until a timeout")
-	require.ErrorContains(t, r.err, "stream WARREN_TASKS is full")
+	require.ErrorContains(t, r.err, "stream WARREN_TASKS has no room for batch full, nothing was published")
 	require.ErrorContains(t, r.err, "warren setup --max-bytes WARREN_TASKS=")
+	require.NotContains(t, r.err.Error(), "stored so far", "nothing to resume")
 }
 
 func TestSetupFlagParsing(t *testing.T) {

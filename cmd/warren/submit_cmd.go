@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/warrenhq/warren/broker"
 	"github.com/warrenhq/warren/scheduler"
 )
 
@@ -95,7 +96,9 @@ func (c *submitCmd) publishFailed(rep *scheduler.PublishReport, err error) error
 	if errors.As(err, &be) {
 		return c.refused(err)
 	}
-	if errors.Is(err, scheduler.ErrBatchConflict) || rep == nil {
+	// A batch refused whole for want of room left nothing to resume: its
+	// error says how to make room.
+	if errors.Is(err, scheduler.ErrBatchConflict) || errors.Is(err, broker.ErrNoRoom) || rep == nil {
 		return err
 	}
 	file := c.File
