@@ -52,6 +52,15 @@ var tenantExports = []tenantExport{
 	{subject: jsAPI + ".STREAM.INFO.OBJ_" + tenantNS.Inputs(), named: true},
 	{subject: jsAPI + ".DIRECT.GET.OBJ_" + tenantNS.Inputs() + ".>", named: true},
 	{subject: jsAPI + ".STREAM.PURGE.OBJ_" + tenantNS.Inputs(), named: true},
+	// Its large outputs (stdout/stderr too large for a result, the files
+	// Task.Outputs keeps): read as the object store reads, an ordered
+	// push consumer on one object's chunks delivering to its inbox
+	// (answered with flow control), and direct gets of the metadata.
+	{subject: jsAPI + ".STREAM.INFO.OBJ_" + tenantNS.Outputs(), named: true},
+	{subject: jsAPI + ".CONSUMER.CREATE.OBJ_" + tenantNS.Outputs() + ".>", named: true},
+	{subject: jsAPI + ".CONSUMER.DELETE.OBJ_" + tenantNS.Outputs() + ".*", named: true},
+	{subject: jsAPI + ".DIRECT.GET.OBJ_" + tenantNS.Outputs() + ".>", named: true},
+	{subject: "$JS.FC.OBJ_" + tenantNS.Outputs() + ".>", local: true, named: true},
 	// Cancel its batches.
 	{subject: "$KV." + tenantNS.Cancel() + ".>", named: true},
 	// Its results: last by subject, and ordered consumers on them.

@@ -8,17 +8,19 @@ import (
 	"github.com/warrenhq/warren/messages"
 )
 
-// LoadOutputs fills a result's Stdout and Stderr from bucket
-// messages.BucketOutputs when the result names objects instead of holding
-// the bytes (output too large for one message), and clears the names. A
-// result with its output inline is left as it is.
+// LoadOutputs fills a result's Stdout and Stderr from the outputs object
+// store of its batch's namespace (messages.Namespace.Outputs) when the
+// result names objects instead of holding the bytes (output too large for
+// one message), and clears the names. A result with its output inline is
+// left as it is.
 func LoadOutputs(ctx context.Context, js jetstream.JetStream, r *messages.Result) error {
 	if r.StdoutObject == "" && r.StderrObject == "" {
 		return nil
 	}
-	obs, err := js.ObjectStore(ctx, messages.BucketOutputs)
+	bucket := messages.NamespaceOf(r.Batch).Outputs()
+	obs, err := js.ObjectStore(ctx, bucket)
 	if err != nil {
-		return fmt.Errorf("open object store %s: %w", messages.BucketOutputs, err)
+		return fmt.Errorf("open object store %s: %w", bucket, err)
 	}
 	for _, f := range []struct {
 		name *string
