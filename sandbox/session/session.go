@@ -228,6 +228,12 @@ func (s *Session) homeReady(next func(sandbox.HomeView) error) func(sandbox.Home
 			access = files.AsOwner
 		}
 		h, err := files.OpenAs(v.Dir, files.Owner{UID: v.UID, GID: v.GID}, access)
+		if err == nil {
+			// The file methods' writes count against the disk limit as
+			// the commands' do: where no tmpfs holds the home to it, by
+			// counting its usage.
+			h.SetQuota(v.Quota)
+		}
 		s.viewMu.Lock()
 		if s.view != nil {
 			_ = s.view.Close() // a run retried after a failed setup hands it again
