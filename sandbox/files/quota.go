@@ -24,7 +24,7 @@ const (
 	// sandbox's commands included. Write refuses ahead of time a write
 	// its free space cannot take, so such a write leaves nothing, and
 	// reports an ENOSPC met anyway (a command filled it meanwhile) as
-	// ErrDiskFull.
+	// ErrDiskFull. On a larger filesystem it is HeldByCount (SetQuota).
 	HeldByFilesystem Holder = iota
 	// HeldByCount: no filesystem holds the home to Bytes (a host
 	// directory). Write counts the home's usage (the blocks of every
@@ -77,8 +77,25 @@ func formatBytes(n int64) string {
 	return fmt.Sprintf("%d bytes", n)
 }
 
-// SetQuota holds h's writes to q. Call it before h is shared.
-func (h *Home) SetQuota(q Quota) { h.quota = q }
+// SetQuota holds h's writes to q. Call it before h is shared. A home said
+// to be held by its filesystem whose filesystem is larger than the limit
+// (not the sandbox's own tmpfs) is held by count instead.
+func (h *Home) SetQuota(q Quota) {
+	if q.Bytes > 0 && q.Holder == HeldByFilesystem && !h.sizedAt(q.Bytes) {
+		q.Holder = HeldByCount
+	}
+	h.quota = q
+}
+
+// sizedAt reports whether h's filesystem is at most limit bytes (rounded
+// up to its blocks, as a tmpfs size is).
+func (h *Home) sizedAt(limit int64) bool {
+	var fs unix.Statfs_t
+	if unix.Fstatfs(h.fd, &fs) != nil || fs.Bsize <= 0 {
+		return false
+	}
+	return int64(fs.Blocks) <= (limit+fs.Bsize-1)/fs.Bsize
+}
 
 // testHookAdmitted runs once a write is admitted and before it writes
 // (tests fill the filesystem there). Nil in production.

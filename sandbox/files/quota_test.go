@@ -99,6 +99,23 @@ func TestFilesystemQuota(t *testing.T) {
 	})
 }
 
+// TestFilesystemQuotaOnALargerFilesystemCounts: a home said to be held by
+// its filesystem whose filesystem is larger than the limit (a host
+// directory handed over by mistake) is held by count: a write past the
+// limit is refused all the same. The control: one within it succeeds.
+func TestFilesystemQuotaOnALargerFilesystemCounts(t *testing.T) {
+	const limit = 1024 * kib
+	h, err := Open(t.TempDir(), NoOwner)
+	require.NoError(t, err)
+	t.Cleanup(func() { h.Close() })
+	h.SetQuota(Quota{Bytes: limit, Holder: HeldByFilesystem})
+	ctx := context.Background()
+	_, err = h.Write(ctx, "api", make([]byte, 512*kib), WriteOptions{})
+	require.NoError(t, err, "control: within the limit")
+	_, err = h.Write(ctx, "over", make([]byte, 768*kib), WriteOptions{})
+	requireDiskFull(t, err, limit)
+}
+
 // fill writes to p until its filesystem is full.
 func fill(t *testing.T, p string) {
 	f, err := os.Create(p)
