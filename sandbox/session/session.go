@@ -38,7 +38,9 @@ type Spec struct {
 	// and left in place by Close with its contents, handed back to its
 	// owner. Its parent directories must let the sandbox's uid pass (x for
 	// others, as a root worker's scratch root is 0711) for the Landlock
-	// mode. Such a session always starts a cold sandbox. Defaults to none:
+	// mode. Such a session always starts a cold sandbox, and no tmpfs
+	// bounds its home: Limits.Disk holds only the file methods, which
+	// count the home's usage (doc.go). Defaults to none:
 	// the home is the run's own scratch directory, which the runner's
 	// teardown removes, and the session can take a warm sandbox
 	// (Config.Prestart) like a task.
