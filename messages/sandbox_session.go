@@ -336,6 +336,10 @@ const (
 	// sessions on the host, its session TTL cap); the message names the
 	// limit and what to do.
 	CodeQuotaExceeded Code = "quota_exceeded"
+	// CodeDiskFull: a write would take the session's home past its disk
+	// limit (create's disk_bytes, else the host's --disk); nothing of it
+	// was written. The message names the limit and the home's usage.
+	CodeDiskFull Code = "disk_full"
 )
 
 // Sentinels of the session codes, for errors.Is.
@@ -349,6 +353,8 @@ var (
 	ErrFileRefused  = &Error{Code: CodeFileRefused, Msg: "file refused"}
 	// ErrQuotaExceeded matches a refusal by the tenant's quota.
 	ErrQuotaExceeded = &Error{Code: CodeQuotaExceeded, Msg: "tenant quota exceeded"}
+	// ErrDiskFull matches a write refused by the session's disk limit.
+	ErrDiskFull = &Error{Code: CodeDiskFull, Msg: "sandbox disk limit reached"}
 )
 
 // CheckSandboxReply applies the reply rule to an exec's output subject: it

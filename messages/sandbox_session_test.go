@@ -90,7 +90,8 @@ func TestSandboxRequestValidation(t *testing.T) {
 // A session error survives the reply's JSON round trip for errors.Is.
 func TestSandboxErrorsSurviveJSON(t *testing.T) {
 	for _, sentinel := range []error{messages.ErrNoCapacity, messages.ErrSandboxGone, messages.ErrTokenInvalid,
-		messages.ErrTokenExpired, messages.ErrDraining, messages.ErrNotFound, messages.ErrFileRefused, messages.ErrQuotaExceeded} {
+		messages.ErrTokenExpired, messages.ErrDraining, messages.ErrNotFound, messages.ErrFileRefused, messages.ErrQuotaExceeded,
+		messages.ErrDiskFull} {
 		b, err := json.Marshal(messages.SandboxReply{V: 1, Error: &messages.Error{Code: sentinel.(*messages.Error).Code, Msg: "x"}})
 		require.NoError(t, err)
 		_, err = messages.DecodeSandboxReply(b)

@@ -366,7 +366,16 @@
 // /dev/shm are bound from the home's .tmp and .shm (nosuid, nodev,
 // noexec), so the one limit covers them (Limits.TmpSize is then unused).
 // A SIGKILLed root worker's homes stay mounted until the next Runner on
-// that scratch root sweeps them (sweep.go). Mode none has no disk limit.
+// that scratch root sweeps them (sweep.go). Mode none has no disk limit
+// for its command.
+//
+// The worker's own writes into a home (the task's files, a session's
+// file methods through Spec.HomeReady) count against the same limit:
+// HomeView.Quota is the home's tmpfs at its size (files.HeldByFilesystem),
+// which holds the worker as it holds the command, so a write past it is
+// refused whole with files.ErrDiskFull naming the limit; a home the limit
+// asks for but no tmpfs bounds (Spec.Scratch, mode none) gets a quota the
+// worker holds by counting the home's usage (files.HeldByCount).
 // Cost, measured (BenchmarkDiskQuota, root, 2 loaded cores):
 // mount ~30 µs and lazy unmount ~100-150 µs per run, within the noise of
 // a 12-16 ms cold run; an unprivileged worker's cold bounded run pays

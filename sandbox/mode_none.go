@@ -26,7 +26,9 @@ func (r *Runner) runInsecure(ctx context.Context, spec Spec) (*Result, error) {
 		return nil, err
 	}
 	defer cleanup()
-	if err := callHomeReady(spec, HomeView{Dir: scratch, UID: -1, GID: -1}); err != nil {
+	// No tmpfs bounds the home here: a disk limit is the files' count.
+	home := scratchDir{path: scratch}
+	if err := callHomeReady(spec, HomeView{Dir: scratch, UID: -1, GID: -1, Quota: home.fileQuota(spec.Limits.Disk)}); err != nil {
 		return nil, err
 	}
 
@@ -105,7 +107,9 @@ func (r *Runner) prepareScratch(spec Spec) (string, func(), error) {
 		cleanup()
 		return "", nil, &SetupError{Step: "create tmp", Path: dir, Err: err}
 	}
-	if err := writeFiles(dir, spec.Files); err != nil {
+	// No tmpfs bounds the home: a disk limit holds the files by their count.
+	home := scratchDir{path: dir}
+	if err := writeFiles(dir, home.fileQuota(spec.Limits.Disk), spec.Files); err != nil {
 		cleanup()
 		return "", nil, err
 	}

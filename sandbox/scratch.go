@@ -74,7 +74,9 @@ func (s *scratchDir) fill(spec Spec, uid, gid uint32) error {
 // by whoever writes them (fill hands them to the sandbox uid; a slot's
 // worker writes them as that uid already).
 func (s *scratchDir) write(spec Spec) error {
-	if err := writeFiles(s.path, spec.Files); err != nil {
+	// Held by the home's tmpfs, if any: a caller's directory keeps the
+	// files it is given.
+	if err := writeFiles(s.path, s.fileQuota(0), spec.Files); err != nil {
 		return err
 	}
 	if spec.Cwd != "" {
@@ -153,8 +155,9 @@ func chownTree(dir string, uid, gid int) error {
 }
 
 // writeFiles writes files under dir through the files API: paths are
-// rooted at dir, and no symlink, FIFO, device or hard link is followed.
-func writeFiles(dir string, fs map[string][]byte) error {
+// rooted at dir, no symlink, FIFO, device or hard link is followed, and
+// a write past q fails with the limit it passes (files.ErrDiskFull).
+func writeFiles(dir string, q files.Quota, fs map[string][]byte) error {
 	names := make([]string, 0, len(fs))
 	for n := range fs {
 		names = append(names, n)
@@ -165,6 +168,7 @@ func writeFiles(dir string, fs map[string][]byte) error {
 		return &SetupError{Step: "open scratch", Path: dir, Err: err}
 	}
 	defer home.Close()
+	home.SetQuota(q)
 	for _, n := range names {
 		if _, err := home.Write(context.Background(), n, fs[n], files.WriteOptions{Parents: true}); err != nil {
 			return &SetupError{Step: "write files", Path: n, Err: err}

@@ -146,8 +146,9 @@ type Limits struct {
 	// Disk bounds the home (scratch directory, TMPDIR included) with a
 	// size-capped tmpfs: writes past it fail with ENOSPC and
 	// Result.DiskFull is set (disk_quota.go). Zero (after defaults) or
-	// negative: unbounded (the home shares the host's disk). Ignored with
-	// Spec.Scratch.
+	// negative: unbounded (the home shares the host's disk). With
+	// Spec.Scratch no tmpfs bounds the home: the limit reaches only the
+	// worker's own writes into it through HomeView.Quota, by count.
 	Disk int64
 }
 

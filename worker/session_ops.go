@@ -251,10 +251,15 @@ func fileEntry(e files.Entry) messages.FileEntry {
 }
 
 // fileErr maps a files API error to a stable code; the refusals (symlink,
-// FIFO, device, hard link) keep their reason in the message.
+// FIFO, device, hard link) keep their reason in the message, a write past
+// the disk limit names the limit and the fix.
 func fileErr(err error) error {
 	if err == nil {
 		return nil
+	}
+	if errors.Is(err, files.ErrDiskFull) {
+		return &messages.Error{Code: messages.CodeDiskFull, Field: "file.data",
+			Msg: err.Error() + ": remove files from the sandbox, or create it with a larger --disk"}
 	}
 	code := messages.CodeInternal
 	switch {

@@ -50,7 +50,11 @@ func (c *sandboxCpCmd) Run(g *globals) error {
 			return err
 		}
 		return withSandbox(g, c.sandboxTokenFlag, did, func(sb *scheduler.Sandbox) error {
-			_, err := sb.CopyTo(g.Ctx, f, dpath, scheduler.CopyOptions{Mode: st.Mode().Perm(), Parents: c.Parents})
+			n, err := sb.CopyTo(g.Ctx, f, dpath, scheduler.CopyOptions{Mode: st.Mode().Perm(), Parents: c.Parents})
+			if err != nil && n > 0 {
+				// The chunks before the failed one stay in the sandbox.
+				return fmt.Errorf("%d of %d bytes copied to %s, then: %w", n, st.Size(), c.Dst, err)
+			}
 			return err
 		})
 	}

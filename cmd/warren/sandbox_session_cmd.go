@@ -127,7 +127,7 @@ type sandboxCreateCmd struct {
 	Idle    time.Duration     `help:"End it after this long with nothing running (default: the host's, 10m)."`
 	TTL     time.Duration     `name:"ttl" help:"End it this long after create, whatever runs (default: the host's, 1h, capped by your tenant's session_ttl quota; above the cap is refused); also its token's expiry."`
 	Memory  string            `help:"Memory limit, e.g. 512M." placeholder:"SIZE"`
-	Disk    string            `help:"Disk limit, e.g. 1G: each file (RLIMIT_FSIZE) and the private /tmp; the home is the run's scratch, bounded as a task's." placeholder:"SIZE"`
+	Disk    string            `help:"Disk limit of the home, e.g. 1G (default: the host's --disk): what its commands write there, in /tmp and /dev/shm, and what sandbox cp copies in (refused past it: disk_full); also each file's size (RLIMIT_FSIZE)." placeholder:"SIZE"`
 	Network string            `help:"none or loopback." enum:"none,loopback" default:"none"`
 	Env     map[string]string `help:"Environment of every command (repeatable K=V); kept in the host's memory only." placeholder:"K=V"`
 	Wait    bool              `help:"While no host has a free slot, keep trying (up to --wait-for) instead of failing at once."`

@@ -337,6 +337,40 @@ func TestE2ESandboxCreateLimits(t *testing.T) {
 	require.Zero(t, code, stderr)
 }
 
+// TestE2ESandboxCpPastTheDiskLimit: warren sandbox cp of 16 MiB into a
+// sandbox created with --disk 4M fails, naming disk_full and the limit,
+// and the sandbox's home holds no more than the limit; the control, a
+// 1 MiB copy, succeeds, and ls lists it as the sandbox's own ls does.
+func TestE2ESandboxCpPastTheDiskLimit(t *testing.T) {
+	e := newE2E(t)
+	e.startSandboxedWorker(t, 1, "--drain-timeout", "5s")
+	out, stderr, code := e.run(t, "sandbox", "create", "--disk", "4M")
+	require.Zero(t, code, stderr)
+	id := strings.TrimSpace(out)
+	dir := t.TempDir()
+	small, big := filepath.Join(dir, "small"), filepath.Join(dir, "big")
+	require.NoError(t, os.WriteFile(small, make([]byte, 1<<20), 0o644))
+	require.NoError(t, os.WriteFile(big, make([]byte, 16<<20), 0o644))
+
+	_, stderr, code = e.run(t, "sandbox", "cp", small, id+":small")
+	require.Zero(t, code, "control: within the limit: %s", stderr)
+	out, stderr, code = e.run(t, "sandbox", "ls", id)
+	require.Zero(t, code, stderr)
+	require.Contains(t, out, "small")
+	_, stderr, code = e.run(t, "sandbox", "cp", big, id+":big")
+	require.NotZero(t, code)
+	require.Contains(t, stderr, "disk_full")
+	require.Contains(t, stderr, "(4194304 bytes)", "the error names the limit")
+	require.Contains(t, stderr, "3145728 of 16777216 bytes copied", "and what of the copy stays")
+	out, stderr, code = e.run(t, "sandbox", "exec", id, "--", "sh", "-c", "du -sk . | cut -f1")
+	require.Zero(t, code, stderr)
+	kib, err := strconv.Atoi(strings.TrimSpace(out))
+	require.NoError(t, err)
+	require.LessOrEqual(t, kib, 4<<10, "the home holds no more than its limit")
+	_, stderr, code = e.run(t, "sandbox", "rm", id)
+	require.Zero(t, code, stderr)
+}
+
 // startRegisteredWorker starts a `warren worker --host-id host args...`
 // process, killed at the end of the test, and waits until host is in the
 // registry; it returns the process and its stderr.

@@ -84,10 +84,11 @@ func (h *Home) Read(ctx context.Context, p string, offset, length int64) (data [
 	return data, err
 }
 
-// Write writes data to the file at p and returns its new size.
+// Write writes data to the file at p and returns its new size. A write
+// the home's quota cannot take fails with a *QuotaError (ErrDiskFull).
 func (h *Home) Write(ctx context.Context, p string, data []byte, opts WriteOptions) (size int64, err error) {
 	err = h.as(func() error { size, err = h.write(ctx, p, data, opts); return err })
-	return size, err
+	return size, h.full(err)
 }
 
 // Stat describes the entry at p without following a final symlink.
@@ -105,7 +106,7 @@ func (h *Home) List(ctx context.Context, p string) (es []Entry, err error) {
 // Mkdir creates the directory at p and its missing parents (0700, owned
 // by the sandbox).
 func (h *Home) Mkdir(ctx context.Context, p string) error {
-	return h.as(func() error { return h.mkdir(ctx, p) })
+	return h.full(h.as(func() error { return h.mkdir(ctx, p) }))
 }
 
 // Delete removes the entry at p: a file, a symlink (the link itself, never

@@ -39,6 +39,21 @@
 // are then checked as for the sandbox's own commands. A thread whose ids
 // cannot be put back stays locked and ends with its goroutine.
 //
+// # Disk limit
+//
+// SetQuota holds a Home's writes to the sandbox's disk limit. Where the
+// home is a filesystem of the limit's size (HeldByFilesystem: a sandbox's
+// tmpfs), the kernel holds every writer to it; Write also refuses ahead
+// of time a write the free space cannot take (fstatfs), so such a write
+// leaves nothing, and an ENOSPC met anyway is reported the same way.
+// Where nothing in the kernel holds the home (HeldByCount: a host
+// directory), Write counts the home's usage (the blocks of every inode
+// under it, once each, whatever wrote them; no symlink followed, no other
+// filesystem entered) and refuses a write that would take it past the
+// limit, one counted write at a time. Either refusal is a *QuotaError,
+// matching ErrDiskFull, that names the limit. Only growth is checked: a
+// write that does not make its file longer always passes.
+//
 // # Failure handling
 //
 // Errors are typed: errors.Is works with the sentinels above and with

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"golang.org/x/sys/unix"
@@ -25,6 +26,8 @@ type Home struct {
 	fd      int // O_PATH descriptor of the home directory
 	owner   Owner
 	asOwner bool // operations run with the owner's filesystem ids (OpenAs)
+	quota   Quota
+	countMu sync.Mutex // one write at a time passes a counted quota (admit)
 }
 
 // Open opens the home directory dir for the sandbox owner.

@@ -168,6 +168,12 @@ func (h *Home) write(ctx context.Context, p string, data []byte, opts WriteOptio
 	if name == "" {
 		return fail(ErrIsDir)
 	}
+	// Admitted before anything is made: a refused write leaves nothing.
+	release, err := h.admit(dirs, name, opts.Offset, len(data), opts.Ranged)
+	if err != nil {
+		return fail(err)
+	}
+	defer release()
 	if opts.Parents {
 		if err := h.mkdirAll(ctx, dirs); err != nil {
 			return fail(err)

@@ -73,6 +73,16 @@
 // new files belong to the sandbox's uid (the home's owner once the agent
 // runs); once the session has ended they refuse with its *GoneError.
 //
+// Write counts against the run's disk limit (Limits.Disk) as the
+// commands' writes do, held as the HomeView's Quota says: on a home that
+// is its own tmpfs (every bounded home the runner makes) the kernel holds
+// both, and Write refuses ahead a write the free space cannot take; on a
+// home no tmpfs bounds (Spec.Home with a limit, isolation none) Write
+// counts the home's usage, the commands' files included, and refuses a
+// write past the limit, while the commands themselves are not held. A
+// refused write is a *files.QuotaError (errors.Is files.ErrDiskFull)
+// naming the limit, and leaves nothing of itself.
+//
 // Running counts the foreground execs in flight, Background the
 // background commands still running (until the agent reports their exit),
 // and LastActivity is the last request's start or end or a background

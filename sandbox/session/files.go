@@ -6,11 +6,11 @@ import (
 	"github.com/warrenhq/warren/sandbox/files"
 )
 
-// The file methods serve the session's home from the host through
-// sandbox/files while the sandbox runs (the home is the sandbox's scratch
-// directory, bound at the same path): symlinks, FIFOs, sockets, devices
-// and hard-linked files are refused as that package documents, and new
-// files belong to the sandbox's uid. Each counts as activity, and each
+// The file methods serve the session's home from the worker through
+// sandbox/files while the sandbox runs, on the home its commands see (the
+// runner's HomeView): symlinks, FIFOs, sockets, devices and hard-linked
+// files are refused as that package documents, new files belong to the
+// sandbox's uid, and writes count against the disk limit (doc.go). Each counts as activity, and each
 // returns the session's *GoneError once it has ended (the sandbox's uid is
 // then released: nothing may be created in its name).
 

@@ -38,7 +38,9 @@ type Spec struct {
 	// and left in place by Close with its contents, handed back to its
 	// owner. Its parent directories must let the sandbox's uid pass (x for
 	// others, as a root worker's scratch root is 0711) for the Landlock
-	// mode. Such a session always starts a cold sandbox. Defaults to none:
+	// mode. Such a session always starts a cold sandbox, and no tmpfs
+	// bounds its home: Limits.Disk holds only the file methods, which
+	// count the home's usage (doc.go). Defaults to none:
 	// the home is the run's own scratch directory, which the runner's
 	// teardown removes, and the session can take a warm sandbox
 	// (Config.Prestart) like a task.
@@ -228,6 +230,12 @@ func (s *Session) homeReady(next func(sandbox.HomeView) error) func(sandbox.Home
 			access = files.AsOwner
 		}
 		h, err := files.OpenAs(v.Dir, files.Owner{UID: v.UID, GID: v.GID}, access)
+		if err == nil {
+			// The file methods' writes count against the disk limit as
+			// the commands' do: where no tmpfs holds the home to it, by
+			// counting its usage.
+			h.SetQuota(v.Quota)
+		}
 		s.viewMu.Lock()
 		if s.view != nil {
 			_ = s.view.Close() // a run retried after a failed setup hands it again

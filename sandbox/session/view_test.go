@@ -19,6 +19,9 @@ type viewKind struct {
 	name string
 	cfg  sandbox.Config
 	warm bool // a session takes the runner's warm sandbox (a slot when the config makes slots)
+	// rootOnly: an unprivileged worker refuses its sessions (a bounded
+	// Landlock-only home: it cannot mount the tmpfs).
+	rootOnly bool
 }
 
 // viewKinds: namespace alone, Landlock alone, both, bounded homes (a tmpfs
@@ -33,7 +36,7 @@ func viewKinds() []viewKind {
 		{name: "namespace", cfg: sandbox.Config{Isolation: sandbox.IsolationNamespace, LandlockMinABI: 11}},
 		{name: "landlock", cfg: sandbox.Config{Isolation: sandbox.IsolationLandlock}},
 		{name: "namespace+landlock", cfg: sandbox.Config{Isolation: sandbox.IsolationNamespace}},
-		{name: "landlock-bounded", cfg: sandbox.Config{Isolation: sandbox.IsolationLandlock, Defaults: bounded}},
+		{name: "landlock-bounded", cfg: sandbox.Config{Isolation: sandbox.IsolationLandlock, Defaults: bounded}, rootOnly: true},
 		{name: "slot", cfg: sandbox.Config{Isolation: sandbox.IsolationNamespace, Defaults: bounded, Prestart: 1}, warm: true},
 	}
 }
@@ -74,6 +77,11 @@ func TestFileMethodsServeTheCommandsHome(t *testing.T) {
 	for _, k := range viewKinds() {
 		t.Run(k.name, func(t *testing.T) {
 			r := runnerFor(t, k)
+			if k.rootOnly && os.Geteuid() != 0 {
+				_, err := Start(context.Background(), r, Spec{})
+				require.ErrorIs(t, err, sandbox.ErrDiskQuotaUnavailable)
+				return
+			}
 			s := start(t, r, Spec{})
 			ctx := context.Background()
 			res, _, errOut := run(t, s, sh(`mkdir -p sub && echo by-command > sub/cmd.txt`))
