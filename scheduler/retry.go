@@ -40,7 +40,7 @@ type retrier struct {
 func (r *retrier) again(ctx context.Context, err error, wait bool) error {
 	if !transient(ctx, err) {
 		if ctx.Err() != nil {
-			return ctx.Err()
+			return context.Cause(ctx)
 		}
 		return err
 	}
@@ -52,7 +52,9 @@ func (r *retrier) again(ctx context.Context, err error, wait bool) error {
 		return fmt.Errorf("%w: %s: still failing after %s (%d tries): %w", ErrBrokerUnavailable, r.what, r.c.cfg.RetryFor, r.tries+1, err)
 	}
 	r.tries++
-	if r.tries == 1 || r.tries%20 == 0 {
+	if r.c.cfg.OnOutage != nil {
+		r.c.outage(Outage{Op: r.what, Err: err, Reachable: r.c.nc.IsConnected(), Left: r.c.cfg.RetryFor - now.Sub(r.firstAt)})
+	} else if r.tries == 1 || r.tries%20 == 0 {
 		r.c.log.Warn().Err(err).Str("op", r.what).Int("try", r.tries).Msg("broker unavailable; retrying")
 	}
 	if wait {
@@ -61,7 +63,7 @@ func (r *retrier) again(ctx context.Context, err error, wait bool) error {
 		select {
 		case <-t.C:
 		case <-ctx.Done():
-			return ctx.Err()
+			return context.Cause(ctx)
 		}
 	}
 	return nil
