@@ -230,3 +230,20 @@ func TestE2EClientCommandsGiveUpAfterRetryFor(t *testing.T) {
 		})
 	}
 }
+
+// A client command started while the broker is down waits for its first
+// connection as for any outage, saying so, and goes on once it is back.
+func TestE2EClientWaitsForItsFirstConnection(t *testing.T) {
+	e := newE2E(t)
+	batch := writeBatch(t, 2, func(i int) string { return fmt.Sprintf("echo first-%d", i) })
+	_, stderr, code := e.run(t, "submit", batch, "--batch", "first", "--queue-unserved")
+	require.Equal(t, 0, code, stderr)
+	e.b.Server.Stop()
+	p := e.startClient(t, "results", "first")
+	p.says(t, "warren: broker unreachable at "+e.b.URL+", retrying for ")
+	e.b.Restart(t, brokertest.Options{})
+	e.startWorker(t, 2)
+	require.Equal(t, 0, p.wait(t), "stderr:\n%s", p.stderr.String())
+	require.Contains(t, p.stderr.String(), "warren: broker reachable again at "+e.b.URL)
+	require.Len(t, parseResults(t, p.stdout.String()), 2)
+}
