@@ -99,11 +99,9 @@ func value(m *dto.Metric) float64 {
 // every result, and a new batch runs at once, its client finding the
 // restarted broker through the data dir's record.
 func TestE2EUpRidesAFullDisk(t *testing.T) {
-	dir := brokertest.SmallDisk(t, 64<<20)
-	// Warren's streams sized for a small disk (the defaults reserve more
-	// JetStream storage than it has), as an operator would set them.
-	pre := brokertest.Start(t, brokertest.Options{Dir: dir, Streams: brokertest.SmallStreams(4 << 20)})
-	pre.Server.Stop()
+	// The smallest disk whose JetStream storage fits Warren's streams
+	// once up has scaled them down to it.
+	dir := brokertest.SmallDisk(t, 512<<20)
 	up := startUp(t, dir)
 	require.Positive(t, up.metric(t, "warren_broker_disk_free_bytes"))
 	require.Zero(t, up.metric(t, "warren_broker_disk_low"))
