@@ -68,15 +68,18 @@ func (r *CollectReport) Complete() bool { return r.Total >= 0 && r.Received >= r
 // by task id, and only a result for an id in the attempt's manifest counts:
 // anything else is listed in CollectReport.Foreign and logged. Without
 // NoWait it returns when the manifest's total is reached (or with ctx's
-// error, along with the report so far). A batch without a manifest but with
-// tasks or results in the streams (published with the raw protocol) is read
-// as with NoWait, with NoManifest set and Total -1; one with neither is an
-// error matching ErrUnknownBatch.
+// error, or ErrBrokerUnavailable once the connection has been down for
+// Config.RetryFor, along with the report so far). A batch without a
+// manifest but with tasks or results in the streams (published with the
+// raw protocol) is read as with NoWait, with NoManifest set and Total -1;
+// one with neither is an error matching ErrUnknownBatch.
 func (c *Client) Collect(ctx context.Context, o CollectOptions) (*CollectReport, error) {
 	if err := checkBatchID(o.Batch); err != nil {
 		return nil, fmt.Errorf("scheduler: batch: %w", err)
 	}
 	rep := &CollectReport{Batch: o.Batch, Attempt: o.Attempt, Total: -1, Counts: map[messages.Status]int{}}
+	ctx, stop := c.awaitBroker(ctx, "results of "+o.Batch)
+	defer stop()
 	m, err := c.Manifest(ctx, o.Batch)
 	var want map[string]bool // nil: no id list to check against
 	switch {
@@ -137,7 +140,7 @@ func (c *Client) Collect(ctx context.Context, o CollectOptions) (*CollectReport,
 		msg, err := it.Next(jetstream.NextContext(ctx))
 		if err != nil {
 			if ctx.Err() != nil {
-				return rep, ctx.Err()
+				return rep, context.Cause(ctx) // the broker away past RetryFor, or ctx's end
 			}
 			return rep, fmt.Errorf("scheduler: read results of %s: %w", o.Batch, err)
 		}

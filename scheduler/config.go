@@ -22,8 +22,9 @@ type Config struct {
 	AckTimeout time.Duration
 	// RetryFor is how long a publication, a manifest update or a read keeps
 	// retrying while the broker is unavailable (disconnected and
-	// reconnecting, restarting, a stream without a leader, no ack in time)
-	// before it gives up with ErrBrokerUnavailable. A task is always
+	// reconnecting, restarting, a stream without a leader, no ack in time),
+	// and how long Collect and Exec wait on a connection that is down,
+	// before they give up with ErrBrokerUnavailable. A task is always
 	// re-published with the same Nats-Msg-Id, so it is stored once.
 	// Defaults to 2m.
 	RetryFor time.Duration
@@ -55,6 +56,12 @@ type Config struct {
 	// Tenant qualifies the ids of batches Exec makes up as "<tenant>.<name>"
 	// (see messages.ValidBatchID). Defaults to "" (no tenant).
 	Tenant string
+	// OnOutage, when set, hears what waits while the broker is away: each
+	// retry of a request, and while Collect or Exec waits on a connection
+	// that is down (every few hundred milliseconds, and once when it is
+	// back). It must not block. Without it retries are logged. Defaults to
+	// nil.
+	OnOutage func(Outage)
 }
 
 // WithDefaults returns a copy of c with zero fields set to their defaults.

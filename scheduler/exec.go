@@ -3,6 +3,7 @@ package scheduler
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -43,7 +44,9 @@ const eventBuffer = 8192
 // crash: its output then starts over) go to stderr, prefixed "warren:".
 //
 // The Result is read from WARREN_RESULTS, the durable record; Exec returns
-// it, or ctx's error after cancelling the task when ctx ends first. When no
+// it, or ctx's error after cancelling the task when ctx ends first, or an
+// error matching ErrBrokerUnavailable once the connection has been down
+// for Config.RetryFor (the task is not cancelled then). When no
 // live output of the winning delivery arrived at all, the captured output of
 // the result is written instead.
 //
@@ -68,6 +71,8 @@ func (c *Client) Exec(ctx context.Context, t messages.Task, stdout, stderr io.Wr
 		return nil, err
 	}
 	t = b.Tasks[0]
+	ctx, stop := c.awaitBroker(ctx, "exec")
+	defer stop()
 
 	// The gate runs while the subscription and the result watch are made
 	// (each a round trip to the broker); no task is published before it
@@ -104,6 +109,9 @@ func (c *Client) Exec(ctx context.Context, t messages.Task, stdout, stderr io.Wr
 	}
 
 	if _, err := c.publish(ctx, b, manifest); err != nil {
+		if away := brokerAway(ctx, &t); away != nil {
+			return nil, away
+		}
 		if ctx.Err() != nil { // interrupted mid-publish: the task may be queued
 			c.cancelExec(ctx, &t)
 		}
@@ -166,10 +174,24 @@ func (c *Client) Exec(ctx context.Context, t messages.Task, stdout, stderr io.Wr
 			st.notice("live output of delivery %d ended without its exit event; see the result for the captured output", res.Delivery)
 			return st.finish(res), nil
 		case <-ctx.Done():
+			if away := brokerAway(ctx, &t); away != nil {
+				return nil, away
+			}
 			c.cancelExec(ctx, &t)
 			return nil, ctx.Err()
 		}
 	}
+}
+
+// brokerAway is the error of an Exec that gave up on a broker away for
+// Config.RetryFor (nil when ctx ended otherwise): its task may be queued,
+// and may still run, so it is not cancelled (nor could it be).
+func brokerAway(ctx context.Context, t *messages.Task) error {
+	cause := context.Cause(ctx)
+	if ctx.Err() == nil || !errors.Is(cause, ErrBrokerUnavailable) {
+		return nil
+	}
+	return fmt.Errorf("%w; the task (batch %s) may still run: `warren results %s` shows its result once the broker is back", cause, t.Batch, t.Batch)
 }
 
 // cancelExec cancels an interrupted Exec's task, with a context of its own.

@@ -104,3 +104,56 @@ func TestCollectRidesThroughBrokerRestart(t *testing.T) {
 	}
 	require.Len(t, ids, n)
 }
+
+// A collector waiting on a broker that stopped and stays away gives up
+// once it has been unreachable for RetryFor, with ErrBrokerUnavailable and
+// the report so far; OnOutage heard of the outage meanwhile, with less
+// and less time left.
+func TestCollectGivesUpAfterRetryFor(t *testing.T) {
+	b := brokertest.Start(t, brokertest.Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	nc, err := broker.Connect(ctx, b.URL, "give-up-test")
+	require.NoError(t, err)
+	t.Cleanup(nc.Close)
+	notices := make(chan scheduler.Outage, 1000)
+	c, err := scheduler.New(nc, scheduler.Config{RetryFor: time.Second, OnOutage: func(o scheduler.Outage) {
+		select {
+		case notices <- o:
+		default:
+		}
+	}})
+	require.NoError(t, err)
+	x := &bundle{b: b, c: c, ctx: ctx}
+	_, err = c.Publish(ctx, mustBatch(t, 2, "gone"))
+	require.NoError(t, err)
+	x.storeResult(t, "gone", 1, "1", messages.StatusOK, 0)
+	got := make(chan string, 2)
+	done := make(chan error, 1)
+	var rep *scheduler.CollectReport
+	go func() {
+		var err error
+		rep, err = c.Collect(ctx, scheduler.CollectOptions{Batch: "gone", OnResult: func(r *messages.Result) error { got <- r.TaskID; return nil }})
+		done <- err
+	}()
+	require.Equal(t, "1", <-got)
+	b.Server.Stop()
+	err = <-done
+	require.ErrorIs(t, err, scheduler.ErrBrokerUnavailable)
+	require.ErrorContains(t, err, "results of gone: unreachable for 1s")
+	require.Equal(t, 1, rep.Received, "the report so far")
+	close(notices)
+	var seen []scheduler.Outage
+	for o := range notices {
+		seen = append(seen, o)
+	}
+	require.NotEmpty(t, seen)
+	for i, o := range seen {
+		require.False(t, o.Reachable)
+		require.False(t, o.Over)
+		require.Positive(t, o.Left)
+		if i > 0 {
+			require.Less(t, o.Left, seen[i-1].Left)
+		}
+	}
+}

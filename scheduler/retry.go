@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/warrenhq/warren/broker"
 )
 
@@ -22,24 +20,10 @@ var ErrBrokerUnavailable = errors.New("scheduler: broker unavailable")
 const retryWait = 250 * time.Millisecond
 
 // transient reports whether err is the broker being unavailable for a
-// while rather than a refusal: the operation may succeed if tried again.
+// while rather than a refusal (broker.Unavailable) while ctx is live: the
+// operation may succeed if tried again.
 func transient(ctx context.Context, err error) bool {
-	if err == nil || ctx.Err() != nil {
-		return false
-	}
-	switch {
-	case errors.Is(err, nats.ErrDisconnected), errors.Is(err, nats.ErrConnectionReconnecting),
-		errors.Is(err, nats.ErrNoResponders), errors.Is(err, nats.ErrTimeout),
-		errors.Is(err, nats.ErrReconnectBufExceeded), errors.Is(err, nats.ErrSlowConsumer),
-		errors.Is(err, jetstream.ErrAsyncPublishTimeout), errors.Is(err, jetstream.ErrNoStreamResponse),
-		errors.Is(err, jetstream.ErrTooManyStalledMsgs), errors.Is(err, jetstream.ErrNoHeartbeat),
-		errors.Is(err, context.DeadlineExceeded): // a request's own timeout; ctx itself is live
-		return true
-	}
-	var apiErr *jetstream.APIError
-	// 503: JetStream temporarily unavailable (no leader, restarting). A
-	// full stream says 503 too, but stays full: refused at once.
-	return errors.As(err, &apiErr) && apiErr.Code == 503 && !broker.IsStoreFull(err) && !broker.IsResultExists(err)
+	return ctx.Err() == nil && broker.Unavailable(err)
 }
 
 // retrier retries one operation through transient errors until
@@ -56,7 +40,7 @@ type retrier struct {
 func (r *retrier) again(ctx context.Context, err error, wait bool) error {
 	if !transient(ctx, err) {
 		if ctx.Err() != nil {
-			return ctx.Err()
+			return context.Cause(ctx)
 		}
 		return err
 	}
@@ -68,7 +52,9 @@ func (r *retrier) again(ctx context.Context, err error, wait bool) error {
 		return fmt.Errorf("%w: %s: still failing after %s (%d tries): %w", ErrBrokerUnavailable, r.what, r.c.cfg.RetryFor, r.tries+1, err)
 	}
 	r.tries++
-	if r.tries == 1 || r.tries%20 == 0 {
+	if r.c.cfg.OnOutage != nil {
+		r.c.outage(Outage{Op: r.what, Err: err, Reachable: r.c.nc.IsConnected(), Left: r.c.cfg.RetryFor - now.Sub(r.firstAt)})
+	} else if r.tries == 1 || r.tries%20 == 0 {
 		r.c.log.Warn().Err(err).Str("op", r.what).Int("try", r.tries).Msg("broker unavailable; retrying")
 	}
 	if wait {
@@ -77,7 +63,7 @@ func (r *retrier) again(ctx context.Context, err error, wait bool) error {
 		select {
 		case <-t.C:
 		case <-ctx.Done():
-			return ctx.Err()
+			return context.Cause(ctx)
 		}
 	}
 	return nil

@@ -10,6 +10,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/warrenhq/warren/broker"
 	"github.com/warrenhq/warren/messages"
 )
 
@@ -183,8 +184,9 @@ const claimPoll = 200 * time.Millisecond
 // run holds it, the delivery waits, heartbeating its own message (so it is
 // neither redelivered nor counted as a new delivery), until the attempt's
 // result is stored (stored is true: ack, do not run) or the claim is
-// released or expires (it is then taken). It returns an error when the
-// worker drains or stops, or when the broker refuses the claim.
+// released or expires (it is then taken); while the broker is away too.
+// It returns an error when the worker drains or stops, or when the broker
+// refuses the claim.
 func (w *Worker) awaitClaim(msg jetstream.Msg, meta *jetstream.MsgMetadata, t *messages.Task) (h *heldClaim, stored bool, err error) {
 	key := messages.ClaimKey(t.Batch, t.EffectiveAttempt(), t.ID)
 	cl := messages.Claim{StreamSeq: meta.Sequence.Stream, Delivery: int(meta.NumDelivered)}
@@ -201,7 +203,9 @@ func (w *Worker) awaitClaim(msg jetstream.Msg, meta *jetstream.MsgMetadata, t *m
 		switch {
 		case err == nil:
 			return h, false, nil
-		case !errors.Is(err, errClaimHeld):
+		case !errors.Is(err, errClaimHeld) && !broker.Unavailable(err):
+			// Refused; a broker that is away (a restart, a full disk) is
+			// waited for with the delivery kept alive, as a held claim is.
 			if failures++; failures >= 3 {
 				return nil, false, err
 			}

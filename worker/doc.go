@@ -117,10 +117,16 @@
 //   - Lost ack: a redelivered task whose result is already stored is acked
 //     without running again; the RESULTS stream refuses a second result for
 //     the same attempt in any case.
-//   - Broker outage: results are retried for up to two minutes while the
-//     task's message stays unacked (a Stop whose deadline passed stops
-//     retrying after the current try). A delivery that cannot tell whether
-//     its attempt already has a result is Nak'ed, not run.
+//   - Broker outage (a restart, its disk full: broker.Unavailable):
+//     results, outputs and dead letters are retried for as long as the
+//     worker runs (a refusal for another reason, for two minutes), while
+//     the task's delivery is kept alive (InProgress) and its claim
+//     refreshed: the outage costs no delivery, so it never dead-letters a
+//     task. A delivery that cannot claim its attempt while the broker is
+//     away waits the same way. A Stop whose deadline passed stops
+//     retrying after the current try: the unacked task is redelivered. A
+//     delivery that cannot tell whether its attempt already has a result
+//     is Nak'ed, not run.
 //
 // # Limits
 //
@@ -130,9 +136,7 @@
 // stored output is everything up to output_bytes (nats.go's object put can,
 // rarely, leave one idle goroutine of its own behind: brokertest.UpstreamLeaks
 // says why). A delivery waiting for
-// another run of its attempt holds its slot while it waits. Between the end
-// of a run and its stored result (up to two minutes of broker outage) the
-// claim is not renewed.
+// another run of its attempt holds its slot while it waits.
 //
 // Ceilings: Config.Ceilings are the largest limits a task may ask for
 // (memory, wall and CPU time, processes, open files, output, disk),

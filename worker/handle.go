@@ -92,7 +92,7 @@ func (w *Worker) handle(s *space, msg jetstream.Msg, freeSlot func()) {
 		res.Status, res.ExitCode = messages.StatusCancelled, -1
 		res.Error = &messages.Error{Code: messages.CodeCancelled, Msg: "cancelled before it started"}
 		res.FinishedAt = time.Now().UTC()
-		if w.finish(msg, meta, em, res) {
+		if w.finish(msg, meta, em, res, held) {
 			held.settle()
 		}
 		return
@@ -136,7 +136,7 @@ func (w *Worker) handle(s *space, msg jetstream.Msg, freeSlot func()) {
 		res.Status = messages.StatusCancelled
 		res.Error = &messages.Error{Code: messages.CodeCancelled, Msg: "cancelled while running"}
 	}
-	if w.finish(msg, meta, em, res) {
+	if w.finish(msg, meta, em, res, held) {
 		held.settle()
 	}
 }
@@ -259,9 +259,11 @@ func (w *Worker) baseResult(t *messages.Task, delivery int) *messages.Result {
 }
 
 // finish stores the result (its output in the object store when too large
-// for the message), announces the end and acks. It reports whether the
-// result is stored.
-func (w *Worker) finish(msg jetstream.Msg, meta *jetstream.MsgMetadata, em *emitter, res *messages.Result) bool {
+// for the message), announces the end and acks. It keeps the delivery and
+// the claim alive meanwhile, through a broker outage too. It reports
+// whether the result is stored.
+func (w *Worker) finish(msg jetstream.Msg, meta *jetstream.MsgMetadata, em *emitter, res *messages.Result, held *heldClaim) bool {
+	defer w.keepDelivery(msg, held)()
 	err := w.spillOutputs(res, meta.Sequence.Stream)
 	if err == nil {
 		err = w.conclude(em, res, msg.Subject())
@@ -347,6 +349,7 @@ func (w *Worker) retryOrDeadLetter(msg jetstream.Msg, meta *jetstream.MsgMetadat
 		_ = msg.NakWithDelay(d)
 		return
 	}
+	defer w.keepDelivery(msg, nil)()
 	res := w.baseResult(t, delivery)
 	res.Status = messages.StatusInfraError
 	res.Error = &messages.Error{Code: code, Msg: fmt.Sprintf("gave up after %d deliveries: %v", delivery, runErr)}
@@ -367,6 +370,7 @@ func (w *Worker) refuse(msg jetstream.Msg, meta *jetstream.MsgMetadata, derr err
 	if !errors.As(derr, &merr) {
 		merr = &messages.Error{Code: messages.CodeMalformed, Msg: derr.Error()}
 	}
+	defer w.keepDelivery(msg, nil)()
 	ident, answerable := identify(msg.Data(), msg.Headers(), msg.Subject(), meta.Sequence.Stream)
 	if !answerable {
 		// No batch the server authorised for its publisher: nobody to

@@ -10,6 +10,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
 	"github.com/warrenhq/warren/broker"
 	"github.com/warrenhq/warren/messages"
 )
@@ -49,30 +50,55 @@ func (w *Worker) storeResult(res *messages.Result) (stored []byte, err error) {
 	return stored, nil
 }
 
-// retryStore runs a write to the broker until it succeeds, retrying
-// through an outage for up to storeTimeout, each try bounded by tryTimeout.
+// retryStore runs a write (or a read a write depends on) until it
+// succeeds, each try bounded by tryTimeout. While the broker is away (a
+// restart, a full disk: broker.Unavailable) it retries for as long as the
+// worker runs; after any other error for up to storeTimeout. A worker
+// told to stop now (Stop's deadline passed) gives up after the current
+// try: the unacked task is redelivered.
 func (w *Worker) retryStore(what string, tryTimeout time.Duration, write func(context.Context) error) error {
 	deadline := time.Now().Add(storeTimeout)
 	b := newBackoff(100*time.Millisecond, 2*time.Second)
-	for {
+	for tries := 1; ; tries++ {
 		ctx, cancel := context.WithTimeout(context.Background(), tryTimeout)
 		err := write(ctx)
 		cancel()
 		if err == nil {
 			return nil
 		}
-		// A worker told to stop now (Stop's deadline passed) does not wait
-		// out an outage: the unacked task is redelivered.
-		if time.Now().After(deadline) || w.workCtx.Err() != nil {
+		if w.workCtx.Err() != nil || !broker.Unavailable(err) && time.Now().After(deadline) {
 			return fmt.Errorf("store %s: %w", what, err)
 		}
-		w.log.Warn().Err(err).Str("what", what).Msg("storing failed; retrying")
-		time.Sleep(b.next())
+		lvl := zerolog.DebugLevel
+		if tries == 1 || tries%10 == 0 {
+			lvl = zerolog.WarnLevel
+		}
+		w.log.WithLevel(lvl).Err(err).Str("what", what).Int("try", tries).Msg("storing failed; retrying")
+		select {
+		case <-time.After(b.next()):
+		case <-w.workCtx.Done():
+		}
 	}
 }
 
-// storeTimeout bounds how long a finished task waits for the broker.
+// storeTimeout bounds how long a finished task retries a write the broker
+// refuses for another reason than being away.
 const storeTimeout = 2 * time.Minute
+
+// keepDelivery keeps msg's delivery (InProgress) and held's claim (when
+// not nil) alive until the returned stop, while what a run concluded is
+// being stored: a broker outage is waited out without the task being
+// redelivered, counted as one more delivery, or its attempt taken over.
+func (w *Worker) keepDelivery(msg jetstream.Msg, held *heldClaim) (stop func()) {
+	return every(w.cfg.Heartbeat, func() {
+		_ = msg.InProgress()
+		if held != nil {
+			ctx, cancel := context.WithTimeout(w.workCtx, w.cfg.Heartbeat)
+			_ = w.claims.refresh(ctx, held)
+			cancel()
+		}
+	})
+}
 
 // resultStored reports whether the attempt's result is already in RESULTS;
 // an error means the broker could not say (during an outage, say).
@@ -175,9 +201,14 @@ func (w *Worker) deadLetter(payload []byte, h nats.Header, reason, batch string,
 	}
 	msg.Header.Set(messages.HeaderDLQError, why)
 	msg.Header.Set(messages.HeaderDLQStreamSeq, strconv.FormatUint(seq, 10))
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if _, err := w.js.PublishMsg(ctx, msg, jetstream.WithExpectLastSequencePerSubject(0)); err != nil && !isWrongLastSeq(err) {
+	err := w.retryStore("dead letter "+msg.Subject, 10*time.Second, func(ctx context.Context) error {
+		_, err := w.js.PublishMsg(ctx, msg, jetstream.WithExpectLastSequencePerSubject(0))
+		if isWrongLastSeq(err) {
+			return nil // dead-lettered before, for this reason
+		}
+		return err
+	})
+	if err != nil {
 		w.log.Error().Err(err).Uint64("stream_seq", seq).Msg("could not dead-letter task")
 	}
 }
@@ -227,13 +258,14 @@ func (w *Worker) watchMaxDeliveries(ns messages.Namespace) error {
 }
 
 func (w *Worker) handleMaxDeliveries(ns messages.Namespace, adv maxDeliveriesAdvisory) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	stream, err := w.js.Stream(ctx, ns.Tasks())
-	if err != nil {
-		return
-	}
-	raw, err := stream.GetMsg(ctx, adv.StreamSeq)
+	var raw *jetstream.RawStreamMsg
+	err := w.retryStore("read task "+strconv.FormatUint(adv.StreamSeq, 10), 10*time.Second, func(ctx context.Context) error {
+		stream, err := w.js.Stream(ctx, ns.Tasks())
+		if err == nil {
+			raw, err = stream.GetMsg(ctx, adv.StreamSeq)
+		}
+		return err
+	})
 	if err != nil {
 		w.log.Error().Err(err).Uint64("stream_seq", adv.StreamSeq).Msg("max deliveries: task gone from the stream")
 		return

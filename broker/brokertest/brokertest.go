@@ -10,6 +10,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
 	"github.com/warrenhq/warren/broker"
 	"github.com/warrenhq/warren/broker/embedded"
@@ -35,6 +36,8 @@ type Options struct {
 	// NoSetup leaves the server without Warren's streams. Defaults to
 	// false (Setup runs).
 	NoSetup bool
+	// Logger receives the broker's logs. Defaults to none.
+	Logger zerolog.Logger
 }
 
 // Start runs an embedded broker listening on a free loopback port, sets up
@@ -47,7 +50,7 @@ func Start(t testing.TB, o Options) *Broker {
 	if o.Port == 0 {
 		o.Port = FreePorts(t, 1)[0]
 	}
-	srv, err := embedded.New(embedded.Config{DataDir: o.Dir, Port: o.Port, MaxPayload: o.MaxPayload})
+	srv, err := embedded.New(embedded.Config{DataDir: o.Dir, Port: o.Port, MaxPayload: o.MaxPayload, Logger: o.Logger})
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -74,7 +77,7 @@ func (b *Broker) Restart(t testing.TB, o Options) {
 	require.NoError(t, err)
 	port, err := strconv.Atoi(u.Port())
 	require.NoError(t, err)
-	srv, err := embedded.New(embedded.Config{DataDir: b.Dir, Port: port, MaxPayload: o.MaxPayload})
+	srv, err := embedded.New(embedded.Config{DataDir: b.Dir, Port: port, MaxPayload: o.MaxPayload, Logger: o.Logger})
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()

@@ -40,6 +40,25 @@
 // configuration kept. [Server.Reload] re-reads it at once and returns the
 // error.
 //
+// # Disk full
+//
+// A store guard (every Config.DiskCheckInterval, until Stop) reads the
+// data dir's free space (statfs) and asks the server whether JetStream
+// stores. Below Config.LowDiskFree (by default a tenth of the
+// filesystem, at most 1 GiB) it warns, again every
+// Config.LowDiskWarnEvery while it holds; [Server.Disk] reports what it
+// saw, for metrics. When the disk fills, nats-server keeps a stream's
+// first write error (no space left on device) and answers no write to
+// that stream again, or disables JetStream altogether, until it
+// restarts: freeing space alone does not bring it back. Writes meanwhile
+// get no answer, which clients take as the broker being away (they retry;
+// nothing unacknowledged was stored). So once the free space is above
+// the warning level again, the guard restarts the server on the same
+// port and store (the data dir stays locked): it recovers the store from
+// disk, stores again, and connections reconnect, [Server.Connect]'s
+// in-process ones included (they dial whichever server runs). The new
+// server has a new ID (Config.AfterRestart hears of the restart).
+//
 // # Limits
 //
 // MaxPayload defaults to 8 MiB (a stock nats-server's is 1 MiB). The

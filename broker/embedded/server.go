@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -60,6 +61,20 @@ type Config struct {
 	// own, stopped by Stop): e.g. to create a new tenant's streams once
 	// its account exists. Defaults to none.
 	AfterReload func()
+	// DiskCheckInterval is how often the store guard looks at the data
+	// dir's free space and at JetStream's store. Defaults to 1s.
+	DiskCheckInterval time.Duration
+	// LowDiskFree is the free space of the data dir's filesystem below
+	// which the broker warns (and, after a store failure, stays down).
+	// Defaults to a tenth of the filesystem's size, at most 1 GiB.
+	LowDiskFree int64
+	// LowDiskWarnEvery is how often a low-disk or store-failure warning
+	// is repeated while it holds. Defaults to 1m.
+	LowDiskWarnEvery time.Duration
+	// AfterRestart, when set, is called after the server restarted
+	// itself (its store failed a write and space came back), on the store
+	// guard's goroutine: the new server has a new ID. Defaults to none.
+	AfterRestart func()
 }
 
 // ClusterConfig places an embedded broker in a JetStream cluster.
@@ -81,6 +96,8 @@ func (c Config) withDefaults() Config {
 	c.MaxPayload = cmp.Or(c.MaxPayload, 8<<20)
 	c.ReadyTimeout = cmp.Or(c.ReadyTimeout, 10*time.Second)
 	c.ReloadInterval = cmp.Or(c.ReloadInterval, time.Second)
+	c.DiskCheckInterval = cmp.Or(c.DiskCheckInterval, time.Second)
+	c.LowDiskWarnEvery = cmp.Or(c.LowDiskWarnEvery, time.Minute)
 	return c
 }
 
@@ -114,9 +131,11 @@ type Server struct {
 	stopped chan struct{}
 	once    sync.Once
 
+	port      int // the client port bound at Start, for restarts
 	stopWatch chan struct{}
-	watching  sync.WaitGroup
-	reloads   atomic.Int64 // configurations reloaded (Reload)
+	watching  sync.WaitGroup // the config watch and the store guard
+	reloads   atomic.Int64   // configurations reloaded (Reload)
+	disk      diskState      // the store guard's findings (store.go)
 }
 
 // New checks the config; nothing runs until Start.
@@ -143,43 +162,74 @@ func (s *Server) Start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	ns, err := server.NewServer(opts)
-	if err != nil {
-		_ = lock.Close()
-		return fmt.Errorf("broker: configure nats-server: %w", err)
-	}
-	logs := &serverLog{log: s.log}
-	ns.SetLoggerV2(logs, false, false, false)
-	go ns.Start()
 	deadline := s.cfg.ReadyTimeout
 	if d, ok := ctx.Deadline(); ok && time.Until(d) < deadline {
 		deadline = time.Until(d)
 	}
-	if err := s.waitReady(ns, logs, deadline); err != nil {
-		ns.Shutdown()
-		ns.WaitForShutdown()
+	ns, err := s.launch(opts, deadline)
+	if err != nil {
 		_ = lock.Close()
 		return err
 	}
 	s.ns, s.lock = ns, lock
-	s.log.Info().Str("url", s.ClientURL()).Str("store", opts.StoreDir).Bool("auth", s.cfg.ConfigFile != "").Bool("tls", opts.TLSConfig != nil).Msg("embedded broker ready")
+	if tcp, ok := ns.Addr().(*net.TCPAddr); ok {
+		s.port = tcp.Port // a restart binds it again, even when Port was -1
+	}
+	s.log.Info().Str("url", s.clientURL(ns)).Str("store", opts.StoreDir).Bool("auth", s.cfg.ConfigFile != "").Bool("tls", opts.TLSConfig != nil).Msg("embedded broker ready")
 	if s.cfg.ConfigFile != "" {
 		s.watching.Add(1)
-		go func() { defer s.watching.Done(); s.watchConfig(ns) }()
+		go func() { defer s.watching.Done(); s.watchConfig() }()
 	}
+	if st, err := statDisk(s.cfg.DataDir, s.cfg.LowDiskFree); err == nil {
+		s.disk.set(st) // Disk answers from the start
+	}
+	s.watching.Add(1)
+	go func() { defer s.watching.Done(); s.guardStore() }()
 	return nil
 }
 
-// ClientURL is the URL other processes connect to ("" with DontListen).
-func (s *Server) ClientURL() string {
-	if s.ns == nil || s.cfg.DontListen {
-		return ""
+// launch starts a nats-server with opts and waits up to d until it
+// accepts connections; on failure it is shut down again.
+func (s *Server) launch(opts *server.Options, d time.Duration) (*server.Server, error) {
+	ns, err := server.NewServer(opts)
+	if err != nil {
+		return nil, fmt.Errorf("broker: configure nats-server: %w", err)
 	}
-	return s.ns.ClientURL()
+	logs := &serverLog{log: s.log}
+	ns.SetLoggerV2(logs, false, false, false)
+	go ns.Start()
+	if err := s.waitReady(ns, logs, d); err != nil {
+		ns.Shutdown()
+		ns.WaitForShutdown()
+		return nil, err
+	}
+	return ns, nil
 }
 
-// ID is the running server's unique id (new at every start), as its INFO
-// reports it to clients ("" before Start).
+// current is the running nats-server (nil before Start): a new one after
+// each restart (store.go).
+func (s *Server) current() *server.Server {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.ns
+}
+
+// ClientURL is the URL other processes connect to ("" with DontListen).
+// It stays the same across restarts (store.go).
+func (s *Server) ClientURL() string {
+	return s.clientURL(s.current())
+}
+
+func (s *Server) clientURL(ns *server.Server) string {
+	if ns == nil || s.cfg.DontListen {
+		return ""
+	}
+	return ns.ClientURL()
+}
+
+// ID is the running server's unique id (new at every start, and at every
+// restart after a store failure), as its INFO reports it to clients (""
+// before Start).
 func (s *Server) ID() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -193,9 +243,7 @@ func (s *Server) ID() string {
 // message published on subject now (for tests that must wait until a
 // subscriber started elsewhere is in place).
 func (s *Server) HasInterest(subject string) bool {
-	s.mu.Lock()
-	ns := s.ns
-	s.mu.Unlock()
+	ns := s.current()
 	return ns != nil && ns.GlobalAccount().SubscriptionInterest(subject)
 }
 
@@ -203,9 +251,7 @@ func (s *Server) HasInterest(subject string) bool {
 // max_file_store: nats-server takes 75% of the free disk of the store
 // directory at start when none is configured); 0 before Start.
 func (s *Server) StoreLimit() int64 {
-	s.mu.Lock()
-	ns := s.ns
-	s.mu.Unlock()
+	ns := s.current()
 	if ns == nil {
 		return 0
 	}
@@ -218,9 +264,7 @@ func (s *Server) StoreLimit() int64 {
 // HasInterestIn is HasInterest in the named account (a tenant's, on a
 // broker with an auth configuration); false when there is no such account.
 func (s *Server) HasInterestIn(account, subject string) bool {
-	s.mu.Lock()
-	ns := s.ns
-	s.mu.Unlock()
+	ns := s.current()
 	if ns == nil {
 		return false
 	}
@@ -228,16 +272,30 @@ func (s *Server) HasInterestIn(account, subject string) bool {
 	return err == nil && acc.SubscriptionInterest(subject)
 }
 
-// Connect opens an in-process connection to the server.
+// Connect opens an in-process connection to the server. It reconnects
+// for as long as it is open, to the server running then: a restart after
+// a store failure (store.go) is a short disconnection, as for a TCP
+// client. opts come after these defaults and may override them.
 func (s *Server) Connect(opts ...nats.Option) (*nats.Conn, error) {
-	s.mu.Lock()
-	ns := s.ns
-	s.mu.Unlock()
-	if ns == nil {
+	if s.current() == nil {
 		return nil, errors.New("broker: not started")
 	}
-	opts = append([]nats.Option{nats.InProcessServer(ns), nats.Name("warren-inprocess")}, opts...)
-	return nats.Connect("", opts...)
+	base := []nats.Option{
+		nats.InProcessServer(inProcess{s}), nats.Name("warren-inprocess"),
+		nats.MaxReconnects(-1), nats.ReconnectWait(100 * time.Millisecond),
+	}
+	return nats.Connect("", append(base, opts...)...)
+}
+
+// inProcess dials whichever nats-server runs now.
+type inProcess struct{ s *Server }
+
+func (p inProcess) InProcessConn() (net.Conn, error) {
+	ns := p.s.current()
+	if ns == nil {
+		return nil, errors.New("broker: not running")
+	}
+	return ns.InProcessConn()
 }
 
 // Stop shuts the server down and waits for it. Safe to call more than once

@@ -47,7 +47,7 @@ func (s *Server) options() (*server.Options, error) {
 // watchConfig reloads ConfigFile when it changes: a revoked user is
 // disconnected, a new tenant can connect. A file that does not parse is
 // logged and the running configuration kept.
-func (s *Server) watchConfig(ns *server.Server) {
+func (s *Server) watchConfig() {
 	last := modTime(s.cfg.ConfigFile)
 	t := time.NewTicker(s.cfg.ReloadInterval)
 	defer t.Stop()
@@ -83,9 +83,7 @@ func (s *Server) watchConfig(ns *server.Server) {
 // account, creates them: Reload does one whenever the configuration
 // names an account the server did not have.
 func (s *Server) Reload() error {
-	s.mu.Lock()
-	ns := s.ns
-	s.mu.Unlock()
+	ns := s.current()
 	if ns == nil {
 		return fmt.Errorf("broker: not started")
 	}

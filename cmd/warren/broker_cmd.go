@@ -78,6 +78,7 @@ func (f *brokerFlags) startServer(g *globals) (*embedded.Server, error) {
 		return nil, err
 	}
 	var srv *embedded.Server
+	cfg.AfterRestart = func() { rerecord(g, srv) }
 	if auth != nil {
 		// A tenant added or changed reaches the server as a reload; its
 		// streams and quota follow at once.

@@ -86,7 +86,7 @@ func (g *globals) dialRecorded(ctx context.Context, url, name string, rec *broke
 	if err != nil {
 		return nil, err
 	}
-	nc, err := broker.Connect(ctx, url, name, opts...)
+	nc, err := g.dial(ctx, url, name, opts)
 	if err != nil {
 		return nil, err
 	}

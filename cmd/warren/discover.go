@@ -40,7 +40,8 @@ type recordedServer interface {
 }
 
 // writeBrokerRecord records srv in dataDir (atomically) and returns a func
-// that removes the record again if it is still srv's.
+// that removes the record again if it is still srv's (by its ID then: a
+// broker that restarted itself records its new ID again).
 func writeBrokerRecord(dataDir string, srv recordedServer) (func(), error) {
 	rec := brokerRecord{URL: dialable(srv.ClientURL()), ServerID: srv.ID(), PID: os.Getpid(), StartedAt: time.Now().UTC()}
 	data, err := json.MarshalIndent(rec, "", "  ")
@@ -58,7 +59,7 @@ func writeBrokerRecord(dataDir string, srv recordedServer) (func(), error) {
 		return nil, fmt.Errorf("record the broker's address: %w", err)
 	}
 	return func() {
-		if cur, err := readBrokerRecord(dataDir); err == nil && cur != nil && cur.ServerID == rec.ServerID {
+		if cur, err := readBrokerRecord(dataDir); err == nil && cur != nil && cur.ServerID == srv.ID() {
 			_ = os.Remove(recordPath(dataDir))
 		}
 	}, nil

@@ -34,3 +34,13 @@ func TestDoctorReportsTheBroker(t *testing.T) {
 	require.Regexp(t, `NO\s+stream WARREN_RESULTS\s+max_msgs_per_subject is 2, Warren needs 1`, out)
 	require.Contains(t, out, "warren setup")
 }
+
+// doctor reports a broker that does not answer as it is now, at once: it
+// does not wait --retry-for for it as client commands do.
+func TestDoctorDoesNotWaitForABrokerAway(t *testing.T) {
+	e := newE2E(t)
+	e.b.Server.Stop()
+	out, stderr, _ := e.run(t, "doctor", "--retry-for", "10m")
+	require.Regexp(t, `NO\s+broker\s+`, out, stderr)
+	require.NotContains(t, stderr, "retrying")
+}

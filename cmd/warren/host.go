@@ -140,6 +140,9 @@ func (h *host) start(ctx context.Context) error {
 	h.push(func(context.Context) error { h.link.close(); return nil })
 	if h.obs != nil {
 		h.push(func(context.Context) error { h.obs.Stop(); return nil })
+		if err := h.registerLinkMetrics(); err != nil {
+			return err
+		}
 	}
 
 	runner, err := sandbox.New(h.f.apply(sandbox.Config{
@@ -263,6 +266,23 @@ func (h *host) verifier(nc *nats.Conn) (*verify.Service, error) {
 		return nil, nil
 	}
 	return svc, nil
+}
+
+// linkMetrics is a link with metrics of its own (`up`'s broker).
+type linkMetrics interface{ metrics() []prometheus.Collector }
+
+// registerLinkMetrics registers the link's collectors, if it has any.
+func (h *host) registerLinkMetrics() error {
+	lm, ok := h.link.(linkMetrics)
+	if !ok {
+		return nil
+	}
+	for _, c := range lm.metrics() {
+		if err := h.obs.Registry().Register(c); err != nil {
+			return fmt.Errorf("metrics: %w", err)
+		}
+	}
+	return nil
 }
 
 // push records how to stop a part that has started (only start calls it).

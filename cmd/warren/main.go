@@ -215,7 +215,7 @@ func run(ctx, hard context.Context, args []string, io stdio) error {
 			return err
 		}
 	}
-	return kctx.Run(c)
+	return c.unavailableHint(kctx.Run(c))
 }
 
 // offline is a command that never reaches a broker, so the client build

@@ -38,7 +38,8 @@ func (c *resultsCmd) Run(g *globals) error {
 }
 
 func newSchedulerClient(g *globals, s *session, tune ...func(*scheduler.Config)) (*scheduler.Client, error) {
-	cfg := scheduler.Config{Logger: g.Log, RetryFor: g.RetryFor, InboxPrefixes: g.InboxPrefixes, APIPrefix: s.apiPrefix(), Tenant: s.tenant()}
+	cfg := scheduler.Config{Logger: g.Log, RetryFor: g.RetryFor, InboxPrefixes: g.InboxPrefixes, APIPrefix: s.apiPrefix(), Tenant: s.tenant(),
+		OnOutage: newOutageReport(g.IO.Err, s.NC.ConnectedUrlRedacted(), g.RetryFor).note}
 	for _, f := range tune {
 		f(&cfg)
 	}
