@@ -57,7 +57,7 @@ func TestAuthInvalidTaskAnsweredOnlyInItsPublishersBatch(t *testing.T) {
 	_, err = sc.Collect(ctx10(t), scheduler.CollectOptions{Batch: b.ID, OnResult: func(r *messages.Result) error { got = r; return nil }})
 	require.NoError(t, err)
 	require.Equal(t, messages.StatusOK, got.Status, "alice's own task ran: %+v", got)
-	require.Contains(t, got.Stdout, "mine")
+	require.Contains(t, string(got.Stdout), "mine")
 }
 
 // resultsOf reads a batch's stored results in order, as the admin.

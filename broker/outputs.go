@@ -24,7 +24,7 @@ func LoadOutputs(ctx context.Context, js jetstream.JetStream, r *messages.Result
 	}
 	for _, f := range []struct {
 		name *string
-		into *string
+		into *messages.Bytes
 	}{{&r.StdoutObject, &r.Stdout}, {&r.StderrObject, &r.Stderr}} {
 		if *f.name == "" {
 			continue
@@ -33,7 +33,7 @@ func LoadOutputs(ctx context.Context, js jetstream.JetStream, r *messages.Result
 		if err != nil {
 			return fmt.Errorf("read output %s of task %s: %w", *f.name, r.TaskID, err)
 		}
-		*f.into, *f.name = string(b), ""
+		*f.into, *f.name = b, ""
 	}
 	return nil
 }

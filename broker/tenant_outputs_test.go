@@ -36,7 +36,7 @@ func TestTenantReadsItsLargeOutputs(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, messages.StatusOK, got.Status, "%+v", got.Error)
 	require.Len(t, got.Stdout, size, "the whole stdout, read back from the tenant's outputs store")
-	require.Equal(t, strings.Repeat("x", 16), got.Stdout[:16])
+	require.Equal(t, strings.Repeat("x", 16), string(got.Stdout)[:16])
 	require.Empty(t, got.StdoutObject)
 
 	dir := t.TempDir()

@@ -100,7 +100,7 @@ func TestTenantFillsOnlyItsOwnQuota(t *testing.T) {
 	_, err = asc.Collect(ctx10(t), scheduler.CollectOptions{Batch: ab.ID, OnResult: func(r *messages.Result) error {
 		got[r.TaskID] = r.Status
 		if r.TaskID == "a3" {
-			a3out = r.Stdout
+			a3out = string(r.Stdout)
 		}
 		return nil
 	}})

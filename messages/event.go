@@ -31,7 +31,7 @@ type Event struct {
 	Delivery int       `json:"delivery"`
 	Seq      uint64    `json:"seq"`
 	Type     EventType `json:"type"`
-	Data     string    `json:"data,omitempty"` // output chunk, or a message for error
+	Data     Bytes     `json:"data,omitempty"` // output chunk (any bytes), or a message for error
 	Time     time.Time `json:"time"`
 	Host     string    `json:"host,omitempty"`
 	// Final is set on the last event of the task attempt: no event and no

@@ -49,10 +49,12 @@ type Result struct {
 	CPUMS           int64 `json:"cpu_ms"`
 	PeakMemoryBytes int64 `json:"peak_memory_bytes"`
 
-	Stdout          string `json:"stdout"`
-	Stderr          string `json:"stderr"`
-	StdoutTruncated bool   `json:"stdout_truncated,omitempty"`
-	StderrTruncated bool   `json:"stderr_truncated,omitempty"`
+	// Stdout and Stderr are the captured bytes, any bytes (see Bytes for
+	// the wire form: a string for UTF-8 text).
+	Stdout          Bytes `json:"stdout"`
+	Stderr          Bytes `json:"stderr"`
+	StdoutTruncated bool  `json:"stdout_truncated,omitempty"`
+	StderrTruncated bool  `json:"stderr_truncated,omitempty"`
 	// StdoutObject / StderrObject name an object in bucket BucketOutputs
 	// holding the whole captured stream when it did not fit in the result
 	// message; Stdout / Stderr are then empty. The truncation flags still

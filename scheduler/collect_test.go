@@ -219,7 +219,7 @@ func TestCollectLoadsLargeOutputs(t *testing.T) {
 	_, err = obs.PutBytes(x.ctx, name, []byte(big))
 	require.NoError(t, err)
 	r := messages.Result{V: messages.Version, TaskID: "t1", Batch: "big", Attempt: 1, Delivery: 1, Status: messages.StatusOK,
-		Stderr: "small", StdoutObject: name}
+		Stderr: messages.Bytes("small"), StdoutObject: name}
 	data, err := json.Marshal(&r)
 	require.NoError(t, err)
 	_, err = x.b.JS.Publish(x.ctx, messages.ResultSubject("big", 1, "t1"), data)
@@ -232,7 +232,7 @@ func TestCollectLoadsLargeOutputs(t *testing.T) {
 	}})
 	require.NoError(t, err)
 	require.NotNil(t, got)
-	require.Equal(t, big, got.Stdout, "the object's bytes are back in the result")
+	require.Equal(t, big, string(got.Stdout), "the object's bytes are back in the result")
 	require.Empty(t, got.StdoutObject)
-	require.Equal(t, "small", got.Stderr)
+	require.Equal(t, "small", string(got.Stderr))
 }

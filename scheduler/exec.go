@@ -358,10 +358,10 @@ func (s *execStream) handle(data []byte) {
 	switch ev.Type {
 	case messages.EventStdout:
 		s.output[ev.Delivery] = true
-		_, _ = io.WriteString(s.stdout, ev.Data)
+		_, _ = s.stdout.Write(ev.Data)
 	case messages.EventStderr:
 		s.output[ev.Delivery] = true
-		_, _ = io.WriteString(s.stderr, ev.Data)
+		_, _ = s.stderr.Write(ev.Data)
 	}
 	if ev.Final {
 		s.final = true
@@ -395,8 +395,8 @@ func (s *execStream) complete(r *messages.Result) bool {
 // winning delivery's output was streamed.
 func (s *execStream) finish(r *messages.Result) *messages.Result {
 	if !s.output[r.Delivery] {
-		_, _ = io.WriteString(s.stdout, r.Stdout)
-		_, _ = io.WriteString(s.stderr, r.Stderr)
+		_, _ = s.stdout.Write(r.Stdout)
+		_, _ = s.stderr.Write(r.Stderr)
 	}
 	return r
 }

@@ -60,7 +60,7 @@ func finalExit(seq uint64, code int) messages.Event {
 // within ResultWatch, or when the read finds nothing (a replica behind),
 // so neither a lost event nor a late store loses the result.
 func TestExecReadsTheResultItsFinalEventAnnounces(t *testing.T) {
-	result := messages.Result{Delivery: 1, Status: messages.StatusFailed, ExitCode: 3, Events: 2, Stdout: "hi\n"}
+	result := messages.Result{Delivery: 1, Status: messages.StatusFailed, ExitCode: 3, Events: 2, Stdout: messages.Bytes("hi\n")}
 	tests := []struct {
 		name        string
 		resultWatch time.Duration
@@ -135,7 +135,7 @@ func TestExecReadsTheResultItsFinalEventAnnounces(t *testing.T) {
 // one carrying any other (another task's, another delivery's, not a
 // result) is not taken: the stored result is read.
 func TestExecTakesTheResultItsFinalEventCarries(t *testing.T) {
-	stored := messages.Result{Delivery: 1, Status: messages.StatusFailed, ExitCode: 3, Events: 2, Stdout: "hi\n"}
+	stored := messages.Result{Delivery: 1, Status: messages.StatusFailed, ExitCode: 3, Events: 2, Stdout: messages.Bytes("hi\n")}
 	tests := []struct {
 		name    string
 		carry   func(task *messages.Task) []byte
@@ -184,7 +184,7 @@ func TestExecTakesTheResultItsFinalEventCarries(t *testing.T) {
 			require.NoError(t, err)
 			<-done
 			require.Equal(t, tt.exit, res.ExitCode)
-			require.Equal(t, tt.stdoutR, res.Stdout)
+			require.Equal(t, tt.stdoutR, string(res.Stdout))
 			require.Equal(t, "hi\n", stdout.String())
 			gets.drain(t)
 			require.Len(t, gets.seen, tt.reads, "direct gets: %s", strings.Join(gets.seen, " "))

@@ -35,7 +35,7 @@ func (x *bundle) fakeWorker(t *testing.T, events []messages.Event, result messag
 }
 
 func ev(delivery int, seq uint64, typ messages.EventType, data string) messages.Event {
-	return messages.Event{Delivery: delivery, Seq: seq, Type: typ, Data: data, Time: time.Now()}
+	return messages.Event{Delivery: delivery, Seq: seq, Type: typ, Data: messages.Bytes(data), Time: time.Now()}
 }
 
 func TestExecStreamsEventsInOrder(t *testing.T) {
@@ -54,7 +54,7 @@ func TestExecStreamsEventsInOrder(t *testing.T) {
 				ev(1, 3, messages.EventStderr, "warn\n"), ev(1, 4, messages.EventStdout, "world\n"),
 				ev(1, 5, messages.EventExit, ""),
 			},
-			result:     messages.Result{Delivery: 1, Status: messages.StatusFailed, ExitCode: 3, Stdout: "hello world\n"},
+			result:     messages.Result{Delivery: 1, Status: messages.StatusFailed, ExitCode: 3, Stdout: messages.Bytes("hello world\n")},
 			wantStdout: "hello world\n",
 			wantStderr: []string{"warn\n"},
 		},
@@ -83,7 +83,7 @@ func TestExecStreamsEventsInOrder(t *testing.T) {
 		},
 		{
 			name:       "no live events: captured output",
-			result:     messages.Result{Delivery: 1, Status: messages.StatusKilled, ExitCode: -1, Signal: "SIGKILL", Stdout: "captured\n", Stderr: "oops\n"},
+			result:     messages.Result{Delivery: 1, Status: messages.StatusKilled, ExitCode: -1, Signal: "SIGKILL", Stdout: messages.Bytes("captured\n"), Stderr: messages.Bytes("oops\n")},
 			wantStdout: "captured\n",
 			wantStderr: []string{"warren: live output of delivery 1 ended", "oops\n"},
 		},
@@ -196,14 +196,14 @@ func TestExecEndsWithTheResultWhenItsOutputIsHere(t *testing.T) {
 		{
 			name:       "all events here, no exit",
 			events:     []messages.Event{ev(1, 1, messages.EventStarted, ""), ev(1, 2, messages.EventStdout, "hi\n")},
-			result:     messages.Result{Delivery: 1, Status: messages.StatusOK, Events: 2, Stdout: "hi\n"},
+			result:     messages.Result{Delivery: 1, Status: messages.StatusOK, Events: 2, Stdout: messages.Bytes("hi\n")},
 			grace:      time.Hour, // waiting for the exit would outlive the test's deadline
 			wantStdout: "hi\n",
 		},
 		{
 			name:       "an event still missing",
 			events:     []messages.Event{ev(1, 1, messages.EventStarted, ""), ev(1, 2, messages.EventStdout, "hi\n")},
-			result:     messages.Result{Delivery: 1, Status: messages.StatusOK, Events: 3, Stdout: "hi\nmore\n"},
+			result:     messages.Result{Delivery: 1, Status: messages.StatusOK, Events: 3, Stdout: messages.Bytes("hi\nmore\n")},
 			grace:      100 * time.Millisecond,
 			wantLost:   true,
 			wantStdout: "hi\n",
@@ -211,7 +211,7 @@ func TestExecEndsWithTheResultWhenItsOutputIsHere(t *testing.T) {
 		{
 			name:       "another delivery's events",
 			events:     []messages.Event{ev(1, 1, messages.EventStarted, ""), ev(1, 2, messages.EventStdout, "part")},
-			result:     messages.Result{Delivery: 2, Status: messages.StatusOK, Events: 2, Stdout: "full\n"},
+			result:     messages.Result{Delivery: 2, Status: messages.StatusOK, Events: 2, Stdout: messages.Bytes("full\n")},
 			grace:      100 * time.Millisecond,
 			wantLost:   true,
 			wantStdout: "partfull\n", // none of delivery 2's output streamed: the result's

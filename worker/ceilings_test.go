@@ -42,5 +42,5 @@ func TestCeilings(t *testing.T) {
 	}
 	require.Contains(t, got["mem"].Error.Msg, "1T is above the ceiling of host ceil, 3G")
 	require.Equal(t, messages.StatusOK, got["fits"].Status)
-	require.Equal(t, "ran\n", got["fits"].Stdout)
+	require.Equal(t, "ran\n", string(got["fits"].Stdout))
 }

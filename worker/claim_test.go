@@ -41,7 +41,7 @@ func TestSameAttemptUnderTwoMessageIDsRunsOnce(t *testing.T) {
 
 	r := collect(t, b.JS, "twice", 1, time.Minute)["t1"]
 	require.Equal(t, messages.StatusOK, r.Status)
-	require.Equal(t, "once\n", r.Stdout)
+	require.Equal(t, "once\n", string(r.Stdout))
 	ci := consumerSettled(t, b.JS)
 	require.EqualValues(t, 2, ci.Delivered.Consumer, "each message delivered once")
 	require.Zero(t, ci.NumRedelivered, "the waiting delivery was held, not redelivered")

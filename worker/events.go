@@ -51,7 +51,7 @@ func (e *emitter) emit(typ messages.EventType, data string, fill func(*messages.
 	if typ != messages.EventStdout && typ != messages.EventStderr {
 		data = e.mask.String(data)
 	}
-	ev.Seq, ev.Type, ev.Data, ev.Time = e.seq, typ, data, time.Now().UTC()
+	ev.Seq, ev.Type, ev.Data, ev.Time = e.seq, typ, messages.Bytes(data), time.Now().UTC()
 	if fill != nil {
 		fill(&ev)
 	}
@@ -109,16 +109,16 @@ func (c *capture) keep(p []byte) {
 	}
 	if len(keep) > 0 {
 		c.buf = append(c.buf, keep...)
-		c.em.emit(c.typ, string(keep), nil)
+		c.em.emit(c.typ, string(keep), nil) // any bytes: Event.Data carries them as they are
 	}
 }
 
 // result flushes what the mask held back and returns the kept output.
-func (c *capture) result() (string, bool) {
+func (c *capture) result() (messages.Bytes, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.ms != nil {
 		c.keep(c.ms.write(nil, true))
 	}
-	return string(c.buf), c.truncated
+	return messages.Bytes(c.buf), c.truncated
 }

@@ -18,7 +18,7 @@ import (
 func TestFinalEventCarriesTheStoredResult(t *testing.T) {
 	b := brokertest.Start(t, brokertest.Options{})
 	rival := messages.Result{V: messages.Version, Batch: "carry", TaskID: "raced", Attempt: 1, Delivery: 1,
-		Status: messages.StatusOK, ExitCode: 7, Stdout: "the other run\n"}
+		Status: messages.StatusOK, ExitCode: 7, Stdout: messages.Bytes("the other run\n")}
 	startWorker(t, b, "w1", workerOpts{runner: insecureRunner(t), beforeStore: func(r *messages.Result) {
 		if r.TaskID != rival.TaskID {
 			return

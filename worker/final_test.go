@@ -149,7 +149,7 @@ func TestLastEventIsFinalOnEveryEnding(t *testing.T) {
 		res := collect(t, b.JS, "end-ok", 1, 30*time.Second)["t1"]
 		require.Equal(t, evs[len(evs)-2].Seq, res.Events)
 		require.Equal(t, last.Seq, res.Events+1, "only the exit follows the result")
-		require.Contains(t, evs[len(evs)-2].Data, "hi")
+		require.Contains(t, string(evs[len(evs)-2].Data), "hi")
 	})
 
 	t.Run("cancelled before it started", func(t *testing.T) {

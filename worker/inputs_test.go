@@ -42,8 +42,8 @@ func TestInputObjectsFetchedAndChecked(t *testing.T) {
 
 	rs := collect(t, b.JS, "in", 3, time.Minute)
 	sum := fmt.Sprintf("%x", sha256.Sum256(content))
-	require.Equal(t, messages.StatusOK, rs["good"].Status, rs["good"].Stderr)
-	require.Equal(t, sum+"  -\n"+sum+"  data/f\n", rs["good"].Stdout)
+	require.Equal(t, messages.StatusOK, rs["good"].Status, string(rs["good"].Stderr))
+	require.Equal(t, sum+"  -\n"+sum+"  data/f\n", string(rs["good"].Stdout))
 	for id, field := range map[string]string{"missing": "files_objects.f", "wrong": "stdin_object"} {
 		r := rs[id]
 		require.Equal(t, messages.StatusInvalid, r.Status, id)

@@ -57,7 +57,7 @@ func TestCaptureMasksResultAndEvents(t *testing.T) {
 	}
 	out, truncated := c.result()
 	require.False(t, truncated)
-	require.Equal(t, "pw=***\ntail hu", out)
+	require.Equal(t, "pw=***\ntail hu", string(out))
 }
 
 // BenchmarkMaskStream: masking 1 MiB of output written in 4 KiB chunks

@@ -151,7 +151,7 @@ func (c *outputCollector) store(w *Worker, res *messages.Result, seq uint64) err
 	for i, f := range c.files {
 		sum := sha256.Sum256(f.data)
 		name := messages.OutputFileObjectName(res.Batch, res.Attempt, res.TaskID, seq, res.Delivery, i)
-		if err := w.putOutput(res.Batch, name, string(f.data)); err != nil {
+		if err := w.putOutput(res.Batch, name, f.data); err != nil {
 			return err
 		}
 		res.Files = append(res.Files, messages.OutputFile{Path: f.path, Size: int64(len(f.data)), SHA256: hex.EncodeToString(sum[:]), Object: name})

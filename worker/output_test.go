@@ -50,18 +50,18 @@ func TestLargeOutputIsStoredWhole(t *testing.T) {
 	require.False(t, r.StderrTruncated)
 
 	require.NoError(t, broker.LoadOutputs(context.Background(), b.JS, r))
-	require.Equal(t, strings.Repeat("o", outN), r.Stdout)
-	require.Equal(t, strings.Repeat("e", errN), r.Stderr)
+	require.Equal(t, strings.Repeat("o", outN), string(r.Stdout))
+	require.Equal(t, strings.Repeat("e", errN), string(r.Stderr))
 
 	var stdout, stderr strings.Builder
 	for _, e := range events.wait(t, 30*time.Second) {
 		switch e.Type {
 		case messages.EventStdout:
-			stdout.WriteString(e.Data)
+			stdout.Write(e.Data)
 		case messages.EventStderr:
-			stderr.WriteString(e.Data)
+			stderr.Write(e.Data)
 		}
 	}
-	require.Equal(t, r.Stdout, stdout.String(), "the events and the stored bytes are equal")
-	require.Equal(t, r.Stderr, stderr.String())
+	require.Equal(t, string(r.Stdout), stdout.String(), "the events and the stored bytes are equal")
+	require.Equal(t, string(r.Stderr), stderr.String())
 }

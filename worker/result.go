@@ -147,7 +147,7 @@ func (w *Worker) spillOutputs(res *messages.Result, seq uint64) error {
 		if len(res.Stderr) > len(res.Stdout) {
 			stream, out, obj = "stderr", &res.Stderr, &res.StderrObject
 		}
-		if *out == "" {
+		if len(*out) == 0 {
 			// Only a huge verdict message is left: keep its head.
 			if res.Verdict != nil && len(res.Verdict.Messages) > 64<<10 {
 				res.Verdict.Messages = res.Verdict.Messages[:64<<10] + "\n[cut: the checker's messages did not fit the result]"
@@ -159,17 +159,17 @@ func (w *Worker) spillOutputs(res *messages.Result, seq uint64) error {
 		if err := w.putOutput(res.Batch, name, *out); err != nil {
 			return err
 		}
-		*out, *obj = "", name
+		*out, *obj = nil, name
 	}
 }
 
-func (w *Worker) putOutput(batch, name, data string) error {
+func (w *Worker) putOutput(batch, name string, data []byte) error {
 	s := w.spaceOf(batch)
 	if s == nil {
 		return fmt.Errorf("store output %s: %w", name, errNoSpace)
 	}
 	return w.retryStore("output "+name, 30*time.Second, func(ctx context.Context) error {
-		_, err := s.outputs.PutBytes(ctx, name, []byte(data))
+		_, err := s.outputs.PutBytes(ctx, name, data)
 		return err
 	})
 }

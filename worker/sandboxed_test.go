@@ -72,9 +72,9 @@ func TestTrivialTasksAtSmallMemoryLimitsNeverFail(t *testing.T) {
 		if r.Delivery > 1 || r.Status == messages.StatusInfraError {
 			setup++
 		}
-		if r.Status != messages.StatusOK || r.Stdout != "ok\n" {
+		if r.Status != messages.StatusOK || string(r.Stdout) != "ok\n" {
 			failed++
-			t.Errorf("%s: %s exit %d delivery %d stderr %q error %v", id, r.Status, r.ExitCode, r.Delivery, r.Stderr, r.Error)
+			t.Errorf("%s: %s exit %d delivery %d stderr %q error %v", id, r.Status, r.ExitCode, r.Delivery, string(r.Stderr), r.Error)
 		}
 	}
 	require.Zero(t, setup, "setup failures (retried deliveries)")
@@ -101,7 +101,7 @@ func TestCommandNotFoundFailsAtOnce(t *testing.T) {
 	)
 	got := collect(t, b.JS, "exec", 4, time.Minute)
 	require.Equal(t, messages.StatusOK, got["control"].Status)
-	require.Equal(t, "ran\n", got["control"].Stdout)
+	require.Equal(t, "ran\n", string(got["control"].Stdout))
 	require.Nil(t, got["control"].Error)
 	for id, want := range map[string]struct {
 		code   int
@@ -115,7 +115,7 @@ func TestCommandNotFoundFailsAtOnce(t *testing.T) {
 		require.Equal(t, messages.StatusFailed, r.Status, id)
 		require.Equal(t, want.code, r.ExitCode, id)
 		require.Equal(t, 1, r.Delivery, "%s: no redelivery", id)
-		require.Equal(t, want.stderr, r.Stderr, id)
+		require.Equal(t, want.stderr, string(r.Stderr), id)
 		require.NotNil(t, r.Error, id)
 		require.Equal(t, messages.CodeExecFailed, r.Error.Code, id)
 		require.Equal(t, strings.TrimPrefix(strings.TrimSuffix(want.stderr, "\n"), "warren: "), r.Error.Msg, id)

@@ -86,15 +86,15 @@ func TestSecretsReachTheTaskSealedAndMaskedNeverStored(t *testing.T) {
 	wantStdout := "token=***\n***\n" + secretDigest() + "\n"
 	r := collectAttempt(t, ctx, client, "S", 1)["s1"]
 	require.Equal(t, messages.StatusOK, r.Status, "%+v", r.Error)
-	require.Equal(t, wantStdout, r.Stdout, "the task saw the secret (digest) and its output is masked")
-	require.Equal(t, "***\n", r.Stderr)
+	require.Equal(t, wantStdout, string(r.Stdout), "the task saw the secret (digest) and its output is masked")
+	require.Equal(t, "***\n", string(r.Stderr))
 
 	// A replay republishes the stored, still sealed, body and the task
 	// sees the secret again.
 	rrep, err := client.Replay(ctx, scheduler.ReplayOptions{Batch: "S"})
 	require.NoError(t, err)
 	r2 := collectAttempt(t, ctx, client, "S", rrep.Attempt)["s1"]
-	require.Equal(t, wantStdout, r2.Stdout)
+	require.Equal(t, wantStdout, string(r2.Stdout))
 
 	// Live events carry the masked output only.
 	var streamed strings.Builder
@@ -106,7 +106,7 @@ func TestSecretsReachTheTaskSealedAndMaskedNeverStored(t *testing.T) {
 			ev, err := messages.DecodeEvent(m.Data)
 			require.NoError(t, err)
 			if ev.Type == messages.EventStdout && ev.Attempt == 1 {
-				streamed.WriteString(ev.Data)
+				streamed.Write(ev.Data)
 			}
 			if ev.Terminal() {
 				exits++

@@ -49,13 +49,13 @@ func TestUnixSocketProfiles(t *testing.T) {
 	}
 	got := collect(t, b.JS, "unix", 3, 2*time.Minute)
 	r := got["opted-in"]
-	require.Equal(t, messages.StatusOK, r.Status, "stderr: %s error: %v", r.Stderr, r.Error)
-	require.Equal(t, "unix ok\n", r.Stdout)
+	require.Equal(t, messages.StatusOK, r.Status, "stderr: %s error: %v", string(r.Stderr), r.Error)
+	require.Equal(t, "unix ok\n", string(r.Stdout))
 	for _, id := range []string{"default", "opted-in-landlock"} {
 		r := got[id]
 		require.Equal(t, messages.StatusFailed, r.Status, id)
-		require.Contains(t, r.Stderr, "Address family not supported", id) // the seccomp filter: EAFNOSUPPORT
-		require.NotContains(t, r.Stdout, "unix ok", id)
+		require.Contains(t, string(r.Stderr), "Address family not supported", id) // the seccomp filter: EAFNOSUPPORT
+		require.NotContains(t, string(r.Stdout), "unix ok", id)
 	}
 }
 

@@ -78,7 +78,7 @@ func TestEventsInOrderAndExitStatusPropagates(t *testing.T) {
 			require.Equal(t, c.status, r.Status)
 			require.Equal(t, c.exitCode, r.ExitCode)
 			require.Equal(t, c.signal, r.Signal)
-			require.Equal(t, c.stdout, r.Stdout)
+			require.Equal(t, c.stdout, string(r.Stdout))
 			evs := logs[c.name].wait(t, 30*time.Second)
 			require.Equal(t, messages.EventStarted, evs[0].Type)
 			var stdout strings.Builder
@@ -86,7 +86,7 @@ func TestEventsInOrderAndExitStatusPropagates(t *testing.T) {
 				require.EqualValues(t, i+1, e.Seq, "events are numbered without gaps, in order")
 				require.Equal(t, 1, e.Delivery)
 				if e.Type == messages.EventStdout {
-					stdout.WriteString(e.Data)
+					stdout.Write(e.Data)
 				}
 			}
 			last := evs[len(evs)-1]
@@ -279,7 +279,7 @@ func TestDrainLetsRunningTasksFinish(t *testing.T) {
 	require.NoError(t, w.Stop(ctx), "Stop is idempotent")
 	r := collect(t, b.JS, "drain", 1, 5*time.Second)["t1"]
 	require.Equal(t, messages.StatusOK, r.Status)
-	require.Equal(t, "done\n", r.Stdout)
+	require.Equal(t, "done\n", string(r.Stdout))
 }
 
 func TestHostRegistryEntry(t *testing.T) {

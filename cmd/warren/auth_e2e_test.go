@@ -128,7 +128,7 @@ func TestE2EAuthFleet(t *testing.T) {
 	for tid, r := range got {
 		require.Equal(t, messages.StatusOK, r.Status, tid)
 		require.True(t, strings.HasPrefix(r.Batch, "alice."), "a tenant's batch carries its name: %s", r.Batch)
-		require.Equal(t, "task-"+strings.TrimPrefix(tid, "t")+"\n", r.Stdout)
+		require.Equal(t, "task-"+strings.TrimPrefix(tid, "t")+"\n", string(r.Stdout))
 		id = r.Batch
 	}
 

@@ -124,6 +124,14 @@ func TestClientBinaryExecsTheHost(t *testing.T) {
 		out, code = run(fresh, warren, "exec", "--file", "bin/t="+tool, "--", "sha256sum", "bin/t")
 		require.Equal(t, 0, code, out)
 		require.Equal(t, sum+"  bin/t\n", out)
+		// And back out: the command's binary stdout, streamed by exec and
+		// stored in the result, is the file's bytes.
+		out, code = run(fresh, warren, "exec", "--file", "t="+tool, "--", "cat", "t")
+		require.Equal(t, 0, code)
+		require.Equal(t, sum, fmt.Sprintf("%x", sha256.Sum256([]byte(out))), "exec's stdout is the bytes the command wrote")
+		out, code = run(fresh, warren, "exec", "--file", "t="+tool, "--", "sh", "-c", "cat t >&2; exit 3")
+		require.Equal(t, 3, code) // run returns stdout (empty) and stderr (with the in-process worker's log) then
+		require.True(t, strings.Contains(out, string(bin)), "its stderr holds the bytes the command wrote")
 	})
 
 	// Inputs larger than a task message go through the inputs object

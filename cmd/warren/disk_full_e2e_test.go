@@ -133,7 +133,7 @@ func TestE2EUpRidesAFullDisk(t *testing.T) {
 		r := got[fmt.Sprintf("t%d", i)]
 		require.NotNil(t, r)
 		require.Equal(t, messages.StatusOK, r.Status)
-		require.Equal(t, fmt.Sprintf("task-%d\n", i), r.Stdout)
+		require.Equal(t, fmt.Sprintf("task-%d\n", i), string(r.Stdout))
 	}
 	require.Equal(t, 1.0, up.metric(t, "warren_broker_store_restarts_total"))
 	require.Zero(t, up.metric(t, "warren_broker_store_failed"))

@@ -188,7 +188,7 @@ func TestE2ESchedulerKilledThenResultsThenReplay(t *testing.T) {
 		r := got[fmt.Sprintf("t%d", i)]
 		require.NotNil(t, r)
 		require.Equal(t, messages.StatusOK, r.Status)
-		require.Equal(t, fmt.Sprintf("task-%d\n", i), r.Stdout)
+		require.Equal(t, fmt.Sprintf("task-%d\n", i), string(r.Stdout))
 		require.Equal(t, 1, r.Attempt)
 	}
 
@@ -349,7 +349,7 @@ func TestE2ESubmitWaitRidesThroughBrokerRestart(t *testing.T) {
 		r := got[fmt.Sprintf("t%d", i)]
 		require.NotNil(t, r)
 		require.Equal(t, messages.StatusOK, r.Status)
-		require.Equal(t, fmt.Sprintf("task-%d\n", i), r.Stdout)
+		require.Equal(t, fmt.Sprintf("task-%d\n", i), string(r.Stdout))
 	}
 	require.EqualValues(t, n, e.taskCount(t, "rr"), "every task stored exactly once")
 }

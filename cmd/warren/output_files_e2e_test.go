@@ -43,14 +43,14 @@ func TestE2EOutputFilesComeBackByteIdentical(t *testing.T) {
 	out, stderr, code := e.run(t, "results", "of", "--files", dir)
 	require.Equal(t, 0, code, stderr)
 	all := parseResults(t, out)
-	require.Equal(t, messages.StatusFailed, all["full"].Status, all["full"].Stderr)
+	require.Equal(t, messages.StatusFailed, all["full"].Status, string(all["full"].Stderr))
 	require.True(t, all["full"].DiskFull)
-	require.Contains(t, all["full"].Stderr, "No space left on device")
-	require.Equal(t, messages.StatusOK, all["room"].Status, all["room"].Stderr)
+	require.Contains(t, string(all["full"].Stderr), "No space left on device")
+	require.Equal(t, messages.StatusOK, all["room"].Status, string(all["room"].Stderr))
 	require.False(t, all["room"].DiskFull)
 	r := all["o1"]
 	require.NotNil(t, r, out)
-	require.Equal(t, messages.StatusOK, r.Status, r.Stderr)
+	require.Equal(t, messages.StatusOK, r.Status, string(r.Stderr))
 	require.NotEqual(t, "none (insecure)", r.Sandbox, "the task ran in a sandbox")
 	var paths []string
 	for _, f := range r.Files {

@@ -62,7 +62,7 @@ func TestProtocolWalkthroughRunsVerbatim(t *testing.T) {
 	r, err := messages.DecodeResult([]byte(lines[len(lines)-1]))
 	require.NoError(t, err, "the script's last line is the result: %s", out.String())
 	require.Equal(t, messages.StatusOK, r.Status)
-	require.Equal(t, "hi\n", r.Stdout)
+	require.Equal(t, "hi\n", string(r.Stdout))
 	require.Equal(t, "t1", r.TaskID)
 	require.Equal(t, "demo", r.Batch)
 	require.Equal(t, 1, r.Attempt)

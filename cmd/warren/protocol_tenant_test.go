@@ -154,7 +154,7 @@ func TestProtocolWalkthroughAsATenant(t *testing.T) {
 	r, err := messages.DecodeResult([]byte(lines[len(lines)-1]))
 	require.NoError(t, err, "the submit block's last line is the result: %s", out)
 	require.Equal(t, messages.StatusOK, r.Status)
-	require.Equal(t, "hi\n", r.Stdout)
+	require.Equal(t, "hi\n", string(r.Stdout))
 	require.Equal(t, "alice.demo", r.Batch)
 
 	out, _ = runScript(t, alice, "read", docBlock(t, doc, "tenant: read"))

@@ -98,7 +98,7 @@ func (e *cliEnv) fakeWorker(t *testing.T) {
 		}
 		emit := func(seq uint64, typ messages.EventType, data string) {
 			ev := messages.Event{V: messages.Version, TaskID: task.ID, Batch: task.Batch, Attempt: task.EffectiveAttempt(),
-				Delivery: 1, Seq: seq, Type: typ, Data: data, Time: time.Now()}
+				Delivery: 1, Seq: seq, Type: typ, Data: messages.Bytes(data), Time: time.Now()}
 			b, _ := json.Marshal(&ev)
 			_ = e.b.Conn.Publish(task.EffectiveReply(), b)
 		}
@@ -115,7 +115,7 @@ func (e *cliEnv) fakeWorker(t *testing.T) {
 			st = messages.Status(s)
 		}
 		r := messages.Result{V: messages.Version, TaskID: task.ID, Batch: task.Batch, Attempt: task.EffectiveAttempt(),
-			Delivery: 1, Status: st, ExitCode: code, Stdout: out, Host: "fake"}
+			Delivery: 1, Status: st, ExitCode: code, Stdout: messages.Bytes(out), Host: "fake"}
 		b, _ := json.Marshal(&r)
 		if _, err := e.b.JS.Publish(e.ctx, messages.ResultSubject(task.Batch, task.EffectiveAttempt(), task.ID), b); err != nil && !broker.IsResultExists(err) {
 			_ = msg.Nak()
