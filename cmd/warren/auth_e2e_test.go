@@ -289,7 +289,7 @@ func envWithout(prefix string) []string {
 }
 
 // streamsReady reports whether the broker at url has set up its streams
-// and buckets (broker.Setup makes the manifests bucket last).
+// and buckets (broker.Missing finds none missing).
 func streamsReady(ctx context.Context, url string, opts ...nats.Option) bool {
 	ctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()

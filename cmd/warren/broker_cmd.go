@@ -169,6 +169,9 @@ func (f *brokerFlags) connect(srv *embedded.Server, creds string) (*nats.Conn, e
 func (c *brokerCmd) Run(g *globals) error {
 	srv, stop, err := c.start(g, "broker")
 	if err != nil {
+		if g.Ctx.Err() != nil {
+			return nil // stopped while starting: a stop, not a failure
+		}
 		return err
 	}
 	defer stop()

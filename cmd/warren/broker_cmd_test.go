@@ -103,3 +103,16 @@ func TestBrokerServesIncompatibleStreamsForSetup(t *testing.T) {
 	require.Equal(t, "stream WARREN_RESULTS: max_msgs_per_subject 2 -> 1\n", fix.stdout)
 	require.NoError(t, runClient(t, ctx, url, "", "hosts").err)
 }
+
+// A stop that arrives while the broker starts is a stop: exit 0, nothing
+// printed. A service manager stopping a broker it has just started (or a
+// Ctrl-C during start) must not read it as a failure.
+func TestBrokerStoppedWhileStartingExitsCleanly(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var out, errb strings.Builder
+	port := brokertest.FreePorts(t, 1)[0]
+	err := run(ctx, ctx, []string{"broker", "--listen", fmt.Sprintf("127.0.0.1:%d", port), "--data-dir", t.TempDir()}, stdio{Out: &out, Err: &errb})
+	require.NoError(t, err, errb.String())
+}

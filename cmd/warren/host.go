@@ -318,6 +318,9 @@ func (h *host) stop(ctx context.Context) error {
 // tasks, which go back to the queue.
 func (h *host) serve(g *globals, ready func()) error {
 	if err := h.Start(g.Ctx); err != nil {
+		if g.Ctx.Err() != nil {
+			return nil // stopped while starting: a stop, not a failure
+		}
 		return err
 	}
 	if ready != nil {
