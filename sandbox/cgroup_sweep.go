@@ -57,30 +57,37 @@ const cgroupSweepTimeout = time.Second
 func (cg *runCgroup) sweep() error {
 	deadline := time.Now().Add(cgroupSweepTimeout)
 	for backoff := 100 * time.Microsecond; ; backoff = min(2*backoff, 20*time.Millisecond) {
-		pids, err := cg.procs()
-		if err != nil {
+		pids, err := cg.killAll()
+		if err != nil || len(pids) == 0 {
 			return err
-		}
-		if len(pids) == 0 {
-			return nil
 		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("processes survive the sweep of cgroup %s: %v", filepath.Dir(cg.procsFile()), pids)
 		}
-		for _, pid := range pids {
-			if pid == os.Getpid() {
-				// A thread of the worker itself (cgroup_v1_born.go): moved
-				// out, never signalled.
-				if err := cg.evictOwnThreads(); err != nil {
-					return err
-				}
-				continue
-			}
-			cg.kill(pid)
-		}
 		// A killed process takes a moment to die and leave the cgroup.
 		time.Sleep(backoff)
 	}
+}
+
+// killAll SIGKILLs, once, every process in the run's cgroup and returns
+// the pids it found there (none: the cgroup is empty).
+func (cg *runCgroup) killAll() ([]int, error) {
+	pids, err := cg.procs()
+	if err != nil {
+		return nil, err
+	}
+	for _, pid := range pids {
+		if pid == os.Getpid() {
+			// A thread of the worker itself (cgroup_v1_born.go): moved
+			// out, never signalled.
+			if err := cg.evictOwnThreads(); err != nil {
+				return pids, err
+			}
+			continue
+		}
+		cg.kill(pid)
+	}
+	return pids, nil
 }
 
 // kill SIGKILLs pid only if it is still the run's: the pidfd pins the

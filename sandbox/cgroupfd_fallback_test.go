@@ -30,10 +30,9 @@ func TestInitStartsWhereClone3IsRefused(t *testing.T) {
 	s, err := startInitIn(init, &syscall.SysProcAttr{}, nil, t.TempDir(), nil, nil, nil)
 	require.NoError(t, err, "the init must start without clone3")
 	t.Cleanup(func() {
-		s.proc.kill(nil)
-		_, _ = s.proc.reap()
+		s.kill(nil)
 		s.close()
 	})
-	require.False(t, s.proc.(cmdInit).cmd.SysProcAttr.UseCgroupFD, "started without CLONE_INTO_CGROUP, to be attached by cgroup.procs")
+	require.False(t, s.proc.(*cmdInit).cmd.SysProcAttr.UseCgroupFD, "started without CLONE_INTO_CGROUP, to be attached by cgroup.procs")
 	require.False(t, s.bornInCgroup(), "not born in its cgroup: finish must attach it")
 }

@@ -93,7 +93,8 @@
 //
 //   - when the command exits, the kernel kills everything it started,
 //     double-forked setsid daemons included, before Run returns;
-//   - the wall limit (and ctx) SIGKILL the init: the whole tree goes;
+//   - the wall limit (and ctx) SIGKILL the init: the whole tree goes
+//     (what then holds the end back is below, "The end of a task");
 //   - the init carries PR_SET_PDEATHSIG=SIGKILL, set at clone time by a
 //     goroutine locked to its OS thread until the run ends (the signal is
 //     tied to the creating thread, not the process), so a worker that dies,
@@ -286,6 +287,62 @@
 // Spec.Network is loopback (a private lo, up). Abstract unix sockets of the
 // host and of other sandboxes are in other network namespaces.
 //
+// # The end of a task
+//
+// The end of a task is the worker's decision, never the task's. A task
+// ends when its command exits, or at its wall limit, its CPU limit or a
+// cancel of Run's ctx; Run then returns within 2 s (the tests' bound,
+// with a second of slack for a loaded host) with nothing of the task
+// left, and the sandbox, a slot included, serves the next task.
+//
+// The command is the child of the worker (a slot's task: of the slot
+// parent), so it can make that parent the tracer of any of its threads
+// without asking: PTRACE_TRACEME links the calling thread to the
+// process's parent. An exited traced thread stays a zombie until its
+// tracer waits for it, and until then the kernel does not report the
+// command's end (and pid 1 of a pid namespace cannot finish killing its
+// namespace), SIGKILL or not; a traced process's stops are reported to
+// its tracer as if it had asked for them. So whoever is the command's
+// parent waits for its end as a tracer must:
+//
+//   - the worker watches the command's pidfd, and looks again on a clock
+//     (from 20 ms, doubling to 500 ms): it reaps the command's exited
+//     traced threads each time, takes a command whose leader has exited
+//     with its end held back (a thread traced by another of its
+//     processes) for ended and kills its tree, and collects the command
+//     only once its end is reported, a stop or trap being no end;
+//   - once the run is being killed, it looks every 1 to 50 ms, killing
+//     the run's tree again each time (Landlock mode: the session, then
+//     what left it, by the run's cgroup, uid or the worker's sandboxed
+//     orphans), for 1 s at most: a run still not reported ended then
+//     fails (an error, not a Result: a process is stuck in the kernel)
+//     and its uid is quarantined by the teardown check;
+//   - a slot parent waits for every child and tracee (waitid P_ALL,
+//     __WALL), reaps the task's traced threads as they exit and consumes
+//     stops; the worker waits for its report of a killed task for 1 s at
+//     most, and otherwise discards the slot (the run fails);
+//   - a session's agent does the same for its commands (see package
+//     sandbox/session).
+//
+// What is reaped, per mode: in namespace mode the command is pid 1 of
+// its pid namespace, and its end takes every process of the namespace
+// with it; in Landlock mode the task is a child subreaper, its tree's
+// orphans come to it while it lives, and its end (or the kill) kills its
+// session and what left it, the teardown sweeping again until the run's
+// cgroup, uid or the worker's sandboxed orphans are gone (an orphan is
+// stopped first with its whole tree and its process groups, then killed:
+// a fork storm outruns a kill); dead leftovers that were the worker's
+// own children (a sibling the task made with CLONE_PARENT) are reaped,
+// so the worker keeps no zombie.
+//
+// ptrace stays allowed, PTRACE_TRACEME included: debuggers (gdb's run
+// forks a child that calls it, strace attaches) are a real need inside a
+// sandbox, and the seccomp layer could not cover the namespace mode
+// alone anyway. A task traces only within its own sandbox (pid namespace,
+// Landlock's ptrace scoping, the uid), and what it makes its parent
+// trace is reaped as above; a task that makes its parent its tracer and
+// then stops (a trap at its exec) stays stopped until its wall limit.
+//
 // # Resource limits
 //
 // Processes, file size, open files and CPU are rlimits of the command
@@ -453,9 +510,9 @@
 //     user namespace), which keeps most of the namespace code out of reach.
 //   - Landlock-only mode, ordinary-user worker (no pid namespace, no
 //     cgroup, no uid of the run): the task and the worker are child
-//     subreapers and the teardown kills and reaps the worker's children
-//     that are sandboxed (NO_NEW_PRIVS, more seccomp filters than the
-//     worker) and no live init (orphan_sweep_linux.go). A program that
+//     subreapers and the teardown kills, with their trees, and reaps the
+//     worker's children that are sandboxed (NO_NEW_PRIVS, more seccomp
+//     filters than the worker) and no live init (orphan_sweep_linux.go). A program that
 //     embeds the Runner and starts its own seccomp'd children would see
 //     them swept; a SIGKILLed worker leaves its runs' leftovers.
 //   - Spec.UnixSockets in Landlock-only mode makes the host's pathname
@@ -482,6 +539,9 @@
 //     handler are ignored by it (SIGXCPU too: the CPU limit ends it with
 //     the SIGKILL a second after the limit), and it reaps (or not) its own
 //     zombies.
+//   - A task may trace its own processes (ptrace stays allowed: "The end
+//     of a task"); one that makes the worker its tracer and stops is not
+//     resumed: it ends at its wall limit.
 //   - Linux x86_64 and arm64 only.
 //
 // # Failure handling
@@ -496,7 +556,10 @@
 // SetupError (step "start init") also wraps ErrUnavailable. Teardown
 // failures (a cgroup that will not go, a uid with processes left) are
 // logged and quarantine the uid; they do not change the Result of a run
-// that completed.
+// that completed. A killed run whose end is still not reported 1 s after
+// the kill (a process stuck in the kernel), or whose slot parent does
+// not report it, fails with an error and no Result: the worker retries
+// it as any infrastructure failure, and the slot is discarded.
 //
 // A command that cannot be executed once the sandbox is set up (not found
 // on the sandbox's PATH or at its path, not executable, not a valid

@@ -88,8 +88,7 @@ func (r *Runner) launchInit(ctx context.Context, l initLaunch) (*Result, error) 
 		}
 		if err != nil {
 			// Before its task the init has started nothing: killing it is enough.
-			s.proc.kill(nil)
-			_, _ = s.proc.reap()
+			s.kill(nil)
 			return nil, err
 		}
 	}
@@ -175,7 +174,7 @@ func startInitIn(init initBinary, attr *syscall.SysProcAttr, cg *runCgroup, cgro
 		defer unix.Close(fd)
 		attr.UseCgroupFD, attr.CgroupFD = true, fd
 	}
-	s := &startedInit{proc: cmdInit{cmd}, confW: confW, statusR: statusR, start: time.Now()}
+	s := &startedInit{confW: confW, statusR: statusR, start: time.Now()}
 	born, err := cg.cloneInside(cmd.Start)
 	s.born = born || attr.UseCgroupFD
 	confR.Close()
@@ -192,6 +191,7 @@ func startInitIn(init initBinary, attr *syscall.SysProcAttr, cg *runCgroup, cgro
 		}
 		return nil, &SetupError{Step: stepStartInit, Path: init.path, Err: err}
 	}
+	s.proc = newCmdInit(cmd)
 	// Before its config is sent, so before it can load a seccomp filter.
 	s.registered = cmd.Process.Pid
 	registerInit(s.registered)
@@ -203,8 +203,7 @@ func startInitIn(init initBinary, attr *syscall.SysProcAttr, cg *runCgroup, cgro
 func (s *startedInit) finish(ctx context.Context, l initLaunch) (*Result, error) {
 	kill := func() { s.proc.kill(l.killTree) }
 	fail := func(err error) (*Result, error) {
-		kill()
-		_, _ = s.proc.reap()
+		s.kill(l.killTree)
 		return nil, err
 	}
 	wall := time.NewTimer(l.spec.Limits.Wall)
@@ -260,9 +259,8 @@ func (s *startedInit) finish(ctx context.Context, l initLaunch) (*Result, error)
 	if execErr == nil {
 		ended = observeRun(l.spec, s.proc.hostPID(), l.cgroup) // Spec.Started
 	}
-	end, waitErr := s.proc.reap()
+	end, waitErr := s.proc.reap(kill) // nothing of the run outlives it
 	ended()
-	kill() // nothing of the run outlives it
 	if waitErr != nil {
 		return nil, waitErr
 	}
@@ -281,6 +279,13 @@ func (s *startedInit) finish(ctx context.Context, l initLaunch) (*Result, error)
 		res.PeakMemory = peak
 	}
 	return res, nil
+}
+
+// kill kills the init (or its run's tree, killTree) and reaps it.
+func (s *startedInit) kill(killTree func(*os.Process)) {
+	kill := func() { s.proc.kill(killTree) }
+	kill()
+	_, _ = s.proc.reap(kill)
 }
 
 // bornInCgroup: the init was cloned into its cgroup (v2 CgroupFD, v1

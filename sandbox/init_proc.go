@@ -17,8 +17,11 @@ type initProc interface {
 	// kill SIGKILLs the run: its tree (killTree, when set) or the init,
 	// which in a pid namespace takes the whole namespace with it.
 	kill(killTree func(*os.Process))
-	// reap waits for the init to end and says how it ended.
-	reap() (initEnd, error)
+	// reap waits for the init to end and says how it ended. kill kills
+	// the run's tree: again while the end is not reported (cmdInit), and
+	// once more before the init is collected, so nothing of the run
+	// outlives it.
+	reap(kill func()) (initEnd, error)
 }
 
 // initEnd is how an init (by then its task) ended.
@@ -29,17 +32,36 @@ type initEnd struct {
 	maxRSS int64         // bytes
 }
 
-// cmdInit is an init the worker cloned.
-type cmdInit struct{ cmd *exec.Cmd }
+// cmdInit is an init the worker cloned, and the watch on its end.
+type cmdInit struct {
+	cmd   *exec.Cmd
+	watch *exitWatch
+}
 
-func (c cmdInit) hostPID() int { return c.cmd.Process.Pid }
+// newCmdInit is the started cmd as an initProc.
+func newCmdInit(cmd *exec.Cmd) *cmdInit {
+	return &cmdInit{cmd: cmd, watch: watchExit(cmd.Process.Pid)}
+}
 
-func (c cmdInit) kill(killTree func(*os.Process)) { killRun(c.cmd, killTree) }
+func (c *cmdInit) hostPID() int { return c.cmd.Process.Pid }
 
-func (c cmdInit) reap() (initEnd, error) {
+func (c *cmdInit) kill(killTree func(*os.Process)) {
+	killRun(c.cmd, killTree)
+	c.watch.killed()
+}
+
+// reap collects the init only once its end is reported (exitWatch: a
+// traced task's stop is no end, and a traced thread holding the end back
+// is reaped first), after the run's tree is killed: what is left of it
+// (a daemon holding the output pipes) would hold Wait.
+func (c *cmdInit) reap(kill func()) (initEnd, error) {
+	defer c.watch.close()
+	if err := c.watch.wait(kill); err != nil {
+		return initEnd{}, err
+	}
 	pid := c.cmd.Process.Pid
-	waitExited(pid)
 	own := zombieCPU(pid) // before the reap, which frees it
+	kill()
 	err := c.cmd.Wait()
 	if c.cmd.ProcessState == nil {
 		return initEnd{}, errors.Join(errors.New("sandbox: wait"), err)

@@ -41,9 +41,10 @@ type mode interface {
 	// then has in force; an error (a policy it cannot build) fails the run
 	// before its init gets a task.
 	task(r *Runner, spec Spec, b *box) (*initConfig, Layers, error)
-	// killTree kills every process of a run; nil kills the init, which
-	// takes its pid namespace with it.
-	killTree() func(*os.Process)
+	// killTree kills every process of a run in b, once and without
+	// waiting (it is called again while the run's end is not reported);
+	// nil kills the init, which takes its pid namespace with it.
+	killTree(r *Runner, b *box) func(*os.Process)
 	// hostRefused types a failed cold launch as ErrUnavailable when it
 	// shows the host refusing the mode itself (auto then falls back).
 	hostRefused(err error) error

@@ -116,7 +116,13 @@ func (landlockMode) unprivilegedQuota() (diskQuota, error) {
 	return quotaNone, &SetupError{Step: stepDiskQuota, Err: ErrDiskQuotaUnavailable}
 }
 
-func (landlockMode) killTree() func(*os.Process) { return killSession }
+// killTree kills the run's session and what left it (killLeftovers).
+func (landlockMode) killTree(r *Runner, b *box) func(*os.Process) {
+	return func(p *os.Process) {
+		killSession(p)
+		r.killLeftovers(b)
+	}
+}
 
 // hostRefused: a failed Landlock-mode launch is this run's failure as it
 // is (the ABI floor was checked by validate).
@@ -126,9 +132,8 @@ func (landlockMode) teardown(r *Runner, b *box) error {
 	return r.landlockTeardown(b.home, b.uid, b.cg)
 }
 
-// killSession kills a Landlock-mode run: the init made itself a session
-// and group leader; escapees from the group are caught at teardown by the
-// cgroup, uid (root) or orphan (ordinary user) sweep.
+// killSession kills a Landlock-mode run's session: the init made itself
+// a session and group leader.
 func killSession(p *os.Process) {
 	_ = unix.Kill(-p.Pid, unix.SIGKILL)
 	_ = p.Kill()
@@ -165,6 +170,11 @@ func (r *Runner) landlockTeardown(home scratchDir, uid uint32, cg *runCgroup) er
 		if err := sweepOrphans(); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	if r.pool != nil {
+		// What the sweep killed may include the worker's own children
+		// (CLONE_PARENT siblings of the task): reaped, not left as zombies.
+		reapDeadOrphans()
 	}
 	if home.path != "" {
 		if err := home.cleanup(); err != nil {

@@ -189,7 +189,7 @@ func (namespaceMode) task(r *Runner, spec Spec, b *box) (*initConfig, Layers, er
 func (namespaceMode) slotted() bool { return true }
 
 // killTree: killing the init takes the whole pid namespace with it.
-func (namespaceMode) killTree() func(*os.Process) { return nil }
+func (namespaceMode) killTree(*Runner, *box) func(*os.Process) { return nil }
 
 func (namespaceMode) hostRefused(err error) error { return refusedByHost(err) }
 

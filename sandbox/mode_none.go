@@ -59,6 +59,16 @@ func (r *Runner) runInsecure(ctx context.Context, spec Spec) (*Result, error) {
 	}
 	pgid := cmd.Process.Pid
 	killGroup := func() { _ = unix.Kill(-pgid, unix.SIGKILL) }
+	// The command is the worker's child: its end is watched as a run's
+	// init's is (proc_exit.go), so a thread it makes the worker's tracee
+	// cannot hold it back.
+	watch := watchExit(cmd.Process.Pid)
+	defer watch.close()
+	kill := func() {
+		killGroup()
+		_ = cmd.Process.Kill() // a command that left its group
+		watch.killed()
+	}
 
 	timer := time.NewTimer(spec.Limits.Wall)
 	defer timer.Stop()
@@ -68,16 +78,19 @@ func (r *Runner) runInsecure(ctx context.Context, spec Spec) (*Result, error) {
 		select {
 		case <-timer.C:
 			timedOut.Store(true)
-			killGroup()
+			kill()
 		case <-ctx.Done():
-			killGroup()
+			kill()
 		case <-done:
 		}
 	}()
-	waitExited(cmd.Process.Pid)
-	waitErr := cmd.Wait()
+	err = watch.wait(kill)
 	close(done)
+	if err != nil {
+		return nil, err
+	}
 	killGroup() // leftovers of the group die with the task
+	waitErr := cmd.Wait()
 	if spec.Finished != nil {
 		spec.Finished(scratch)
 	}

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/warrenhq/warren/sandbox/internal/reap"
 	"golang.org/x/sys/unix"
 )
 
@@ -79,59 +80,121 @@ func isLiveInit(pid int) bool {
 const orphanSweepTimeout = time.Second
 
 // sweepOrphans SIGKILLs and reaps every leftover of ended runs (see
-// above) until none is left; what a killed leftover's children become,
-// orphans of the worker too, the next round catches.
+// above) until a round finds none; what a killed leftover's children
+// become, orphans of the worker too (dead or alive), the next round
+// catches.
 func sweepOrphans() error {
-	own, err := readProcStatus("self")
-	if err != nil {
-		return err
-	}
-	self := strconv.Itoa(os.Getpid())
 	deadline := time.Now().Add(orphanSweepTimeout)
 	for backoff := time.Millisecond; ; backoff = min(2*backoff, 50*time.Millisecond) {
-		live, err := sweepOrphansOnce(self, own.seccompFilters)
-		if err != nil || live == 0 {
+		seen, left, err := sweepOrphansOnce(true)
+		if err != nil || seen == 0 {
 			return err
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("%d leftover processes survive the orphan sweep", live)
+			if left == 0 {
+				return nil
+			}
+			return fmt.Errorf("%d leftover processes survive the orphan sweep", left)
 		}
 		time.Sleep(backoff)
 	}
 }
 
-// sweepOrphansOnce scans /proc once: it kills the live leftovers, reaps
-// the dead ones, and returns how many are not reaped yet.
-func sweepOrphansOnce(self string, ownFilters int) (int, error) {
-	ents, err := os.ReadDir("/proc")
-	if err != nil {
-		return 0, err
+// reapDeadOrphans reaps the dead leftovers among this process's children,
+// killing none. A root worker is no subreaper, but a Landlock-mode task
+// can still give it children: clone(CLONE_PARENT) makes a sibling of the
+// task, the worker's child, which the run's cgroup or uid sweep kills and
+// nothing else would reap. One waitid says whether any child has anything
+// to report; only then are the children read.
+func reapDeadOrphans() {
+	if reap.Pending() {
+		_, _, _ = sweepOrphansOnce(false)
 	}
-	live := 0
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		st, err := readProcStatus(e.Name())
-		if err != nil || st.ppid != self || !st.noNewPrivs || st.seccompFilters <= ownFilters || isLiveInit(pid) {
+}
+
+// sweepOrphansOnce looks at this process's children once: it kills the
+// live leftovers (when kill is set) and reaps the dead ones, and returns
+// how many leftovers it saw and how many of them are not reaped yet.
+func sweepOrphansOnce(kill bool) (seen, left int, err error) {
+	own, err := readProcStatus("self")
+	if err != nil {
+		return 0, 0, err
+	}
+	self := strconv.Itoa(os.Getpid())
+	for _, pid := range ownChildren() {
+		st, err := readProcStatus(strconv.Itoa(pid))
+		if err != nil || st.ppid != self || !st.noNewPrivs || st.seccompFilters <= own.seccompFilters || isLiveInit(pid) {
 			continue
 		}
 		if !st.zombie {
-			_ = unix.Kill(pid, unix.SIGKILL)
+			if !kill {
+				continue
+			}
+			killLeftover(pid)
 		}
-		// Our child, so the pid is still its own. Not dead yet: the next
-		// round reaps it. ECHILD: another sweep reaped it first.
+		seen++
+		// Our child, so the pid is still its own. Its exited threads that
+		// made us their tracer hold its end back: reaped first. Not dead
+		// yet: the next round reaps it. ECHILD: another sweep reaped it
+		// first.
+		reap.TracedThreads(pid)
 		var ws unix.WaitStatus
-		got, err := unix.Wait4(pid, &ws, unix.WNOHANG, nil)
+		got, err := unix.Wait4(pid, &ws, unix.WNOHANG|unix.WALL, nil)
 		switch {
 		case err != nil && !errors.Is(err, unix.ECHILD) && !errors.Is(err, unix.EINTR):
-			return live, fmt.Errorf("reap leftover %d: %w", pid, err)
-		case err == nil && got == 0:
-			live++
+			return seen, left, fmt.Errorf("reap leftover %d: %w", pid, err)
+		case err == nil && got == 0, err == nil && (ws.Stopped() || ws.Continued()):
+			left++
 		}
 	}
-	return live, nil
+	return seen, left, nil
+}
+
+// leftoverWalkTime bounds each walk of a leftover's tree.
+const leftoverWalkTime = 200 * time.Millisecond
+
+// killLeftover kills a leftover, a child of this process, and its whole
+// tree (a fork storm's too: reap.Tree), stopped first: it, its group and
+// its tree. Its pid is its own (our child, not reaped); no group of this
+// process's own is signalled.
+func killLeftover(pid int) {
+	own := unix.Getpgrp()
+	spare := func(pgid int) bool { return pgid == own || pgid <= 0 }
+	g := reap.Group(pid)
+	if !spare(g) {
+		_ = unix.Kill(-g, unix.SIGSTOP)
+	}
+	_ = unix.Kill(pid, unix.SIGSTOP)
+	t := reap.NewTree(pid, spare)
+	t.Stop(leftoverWalkTime)
+	if !spare(g) {
+		_ = unix.Kill(-g, unix.SIGKILL)
+	}
+	_ = unix.Kill(pid, unix.SIGKILL)
+	t.Kill(leftoverWalkTime)
+}
+
+// ownChildren lists this process's children: every thread's (a child's
+// parent is the thread that started it, or the process when it was
+// reparented here).
+func ownChildren() []int {
+	tasks, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		return nil
+	}
+	var pids []int
+	for _, t := range tasks {
+		b, err := os.ReadFile("/proc/self/task/" + t.Name() + "/children")
+		if err != nil {
+			continue
+		}
+		for f := range strings.FieldsSeq(string(b)) {
+			if pid, err := strconv.Atoi(f); err == nil {
+				pids = append(pids, pid)
+			}
+		}
+	}
+	return pids
 }
 
 // procStatus is what the sweep reads of /proc/<pid>/status.

@@ -1,46 +1,149 @@
 package sandbox
 
 import (
+	"errors"
 	"os"
+	"sync/atomic"
+	"syscall"
+	"time"
 
+	"github.com/warrenhq/warren/sandbox/internal/reap"
 	"golang.org/x/sys/unix"
 )
 
-// waitExited blocks until the child pid has ended (a zombie, not reaped:
-// the caller's Wait or waitid(WNOWAIT) then returns at once), waiting on
-// a pidfd through the runtime's poller instead of in a blocking waitid(2).
-//
-// Why: a goroutine blocked in waitid holds its P in a system call for the
-// task's whole life, and meanwhile the process's poller was not polled
-// (until sysmon's 10 ms network poll, or the P's retake after 10 ms): the
-// reads of the run's output pipes waited for it. Measured on a warm
-// namespace run whose task writes and then keeps running (as a session's
-// agent does): first output byte 19.4 ms → 4.9 ms p50; a cold run's
-// output 8–10 ms late → 0.1–0.2 ms (docs/benchmarks.md, "A run's output
-// waited for the poller").
-//
-// Without pidfds (Linux < 5.3) it returns at once and the caller's
-// blocking wait does the waiting, as before.
-func waitExited(pid int) {
+// A run's init (by then its task) is the worker's child, so the task can
+// make the worker the tracer of any of its threads (PTRACE_TRACEME; see
+// package sandbox/internal/reap): an exited traced thread then stays a
+// zombie until the worker waits for it, and until then the task's end is
+// never reported, even after a SIGKILL. So the worker never waits for one
+// notification of the end: exitWatch looks again on a clock, reaps the
+// task's traced threads each time, takes a leader that exited (a zombie
+// whose end is held back) for the task's end, and once the run is being
+// killed kills its tree again until the end is reported, for reapGrace
+// at most.
+
+// The watch's clock: while the run lives, from idleTickMin doubling to
+// idleTickMax; once it is being killed, from killTickMin to killTickMax.
+const (
+	idleTickMin = 20 * time.Millisecond
+	idleTickMax = 500 * time.Millisecond
+	killTickMin = time.Millisecond
+	killTickMax = 50 * time.Millisecond
+)
+
+// reapGrace bounds how long after its kill a run's end may take to be
+// reported before the run fails with errUnreaped.
+const reapGrace = time.Second
+
+// errUnreaped means a killed run's init was still not reported ended
+// reapGrace after the kill (a process stuck in the kernel): its result
+// is unknown, and its leftovers stay for the teardown check.
+var errUnreaped = errors.New("sandbox: the task's processes were not reaped within " + reapGrace.String() + " of the kill")
+
+// exitWatch waits for the end of a child of the worker: a run's init.
+type exitWatch struct {
+	pid int
+	// pidfd polls readable once the child has ended (through the
+	// runtime's poller: a goroutine blocked in waitid would hold its P);
+	// nil without one, when the watch sleeps between looks.
+	pidfd *os.File
+	rc    syscall.RawConn
+	// killing is set once the run is being killed; kick wakes a watch
+	// that sleeps without a pidfd.
+	killing atomic.Bool
+	kick    chan struct{}
+}
+
+// watchExit starts watching pid, a child of this process.
+func watchExit(pid int) *exitWatch {
+	w := &exitWatch{pid: pid, kick: make(chan struct{}, 1)}
 	fd, err := unix.PidfdOpen(pid, unix.PIDFD_NONBLOCK)
 	if err != nil {
-		return
+		return w // Linux < 5.3, or out of descriptors: the clock alone
 	}
 	f := os.NewFile(uintptr(fd), "pidfd")
-	defer f.Close()
 	rc, err := f.SyscallConn()
-	if err != nil {
-		return
+	if err != nil || f.SetReadDeadline(time.Time{}) != nil {
+		_ = f.Close() // not pollable
+		return w
 	}
-	// A pidfd polls readable once its process has ended; the check is
-	// repeated on every wake-up (and done once before the first wait).
-	_ = rc.Read(func(fd uintptr) bool {
-		for {
-			var info unix.Siginfo
-			err := unix.Waitid(unix.P_PIDFD, int(fd), &info, unix.WEXITED|unix.WNOHANG|unix.WNOWAIT, nil)
-			if err != unix.EINTR {
-				return err != nil || info.Signo != 0 // ended, or nothing to wait for
-			}
+	w.pidfd, w.rc = f, rc
+	return w
+}
+
+// close releases the pidfd; the watch is not used after.
+func (w *exitWatch) close() {
+	if w.pidfd != nil {
+		_ = w.pidfd.Close()
+	}
+}
+
+// killed tells the watch the run is being killed: it looks at once, and
+// from then on often. Safe to call from any goroutine, any number of times.
+func (w *exitWatch) killed() {
+	w.killing.Store(true)
+	if w.pidfd != nil {
+		_ = w.pidfd.SetReadDeadline(time.Now())
+	}
+	select {
+	case w.kick <- struct{}{}:
+	default:
+	}
+}
+
+// wait returns once the child has ended and its end waits to be
+// collected (the caller's Wait then returns at once). kill kills the
+// run's tree: called when the leader is found exited with its end held
+// back, and again on every look once the run is being killed.
+func (w *exitWatch) wait(kill func()) error {
+	tick := idleTickMin
+	var killedAt time.Time
+	for {
+		if w.sleep(tick, !killedAt.IsZero()) {
+			return nil
 		}
-	})
+		reap.TracedThreads(w.pid)
+		if !w.killing.Load() && reap.Zombie(w.pid) {
+			// The task's leader exited: that is the task's end, whatever
+			// holds its report back (a thread another of its processes
+			// traces, say) goes with the rest of its tree.
+			w.killed()
+		}
+		if !w.killing.Load() {
+			tick = min(2*tick, idleTickMax)
+			continue
+		}
+		if killedAt.IsZero() {
+			killedAt, tick = time.Now(), killTickMin
+		} else if time.Since(killedAt) > reapGrace {
+			return errUnreaped
+		}
+		kill()
+		tick = min(2*tick, killTickMax)
+	}
+}
+
+// sleep waits up to d for the child's end and reports whether it has
+// ended; a kill the caller does not know of yet (known false) cuts it
+// short.
+func (w *exitWatch) sleep(d time.Duration, known bool) bool {
+	if w.pidfd == nil {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-w.kick:
+		}
+		return reap.Ended(w.pid)
+	}
+	_ = w.pidfd.SetReadDeadline(time.Now().Add(d))
+	if !known && w.killing.Load() {
+		// killed() may have set its deadline before this one: look now.
+		_ = w.pidfd.SetReadDeadline(time.Now())
+	}
+	// A pidfd polls readable once its process has ended; the check runs
+	// on every wake-up (and once before the first wait). A stop or trap
+	// of a traced task is not an end.
+	err := w.rc.Read(func(fd uintptr) bool { return reap.EndedFD(int(fd)) })
+	return err == nil
 }

@@ -9,26 +9,27 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// waitExited returns once its child has ended and leaves it to the
+// exitWatch.wait returns once its child has ended and leaves it to the
 // caller's reap (the run's usage is read from the zombie first); it does
 // not hang on a process that is already gone.
-func TestWaitExited(t *testing.T) {
+func TestExitWatchWaits(t *testing.T) {
 	cmd := exec.Command("/bin/cat")
 	stdin, err := cmd.StdinPipe()
 	require.NoError(t, err)
 	require.NoError(t, cmd.Start())
 	returned := make(chan struct{})
-	go func() { waitExited(cmd.Process.Pid); close(returned) }()
+	w := watchExit(cmd.Process.Pid)
+	go func() { _ = w.wait(func() {}); w.close(); close(returned) }()
 	select {
 	case <-returned:
-		t.Fatal("waitExited returned while its process was running")
+		t.Fatal("wait returned while its process was running")
 	case <-time.After(100 * time.Millisecond): // a bounded look for a wrong early return, not a synchronisation
 	}
 	require.NoError(t, stdin.Close()) // cat ends at EOF
 	select {
 	case <-returned:
 	case <-time.After(10 * time.Second):
-		t.Fatal("waitExited did not return after its process ended")
+		t.Fatal("wait did not return after its process ended")
 	}
 	// Not reaped: the zombie is still there for zombieCPU and Wait.
 	var info unix.Siginfo
@@ -36,5 +37,7 @@ func TestWaitExited(t *testing.T) {
 	require.NotZero(t, info.Signo, "the ended process must still be waitable")
 	require.NoError(t, cmd.Wait())
 
-	waitExited(cmd.Process.Pid) // reaped: returns at once
+	w = watchExit(cmd.Process.Pid) // reaped: returns at once
+	defer w.close()
+	require.NoError(t, w.wait(func() {}))
 }

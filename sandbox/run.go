@@ -57,7 +57,7 @@ func (r *Runner) runCold(ctx context.Context, m mode, spec Spec) (*Result, Layer
 	if err != nil {
 		return nil, 0, err
 	}
-	l := initLaunch{cfg: cfg, attr: plan.attr, cgroup: b.cg, spec: spec, killTree: m.killTree()}
+	l := initLaunch{cfg: cfg, attr: plan.attr, cgroup: b.cg, spec: spec, killTree: m.killTree(r, b)}
 	if b.home.quota == quotaInit {
 		// The init mounts the home: it builds the view first, then the
 		// task's files go in through it (disk_quota.go).
@@ -98,7 +98,7 @@ func (r *Runner) runWarm(ctx context.Context, m mode, spec Spec, w *warmSandbox)
 		w.discard()
 		return nil, 0, err
 	}
-	res, err := w.run(ctx, initLaunch{cfg: cfg, cgroup: w.cg, spec: spec, killTree: m.killTree()})
+	res, err := w.run(ctx, initLaunch{cfg: cfg, cgroup: w.cg, spec: spec, killTree: m.killTree(r, &w.box)})
 	if err != nil {
 		return nil, 0, err
 	}

@@ -18,7 +18,10 @@ import (
 // namespaces (the largest kernel attack surface an unprivileged process
 // can reach; namespace mode also caps them at 0 inside its own). It is a
 // deny list over an allow default: anything not named here is the other
-// layers' job.
+// layers' job. ptrace stays allowed, PTRACE_TRACEME included: debuggers
+// need it, and the worker and slot parents reap what a task makes them
+// trace (doc.go, "The end of a task"), which a filter could not cover in
+// the namespace mode alone anyway.
 type seccompPolicy struct {
 	// AllowInet permits AF_INET and AF_INET6 sockets (network loopback).
 	AllowInet bool `json:"allow_inet"`

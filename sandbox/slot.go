@@ -87,7 +87,7 @@ func (p *slotParent) spawn(fds [initproc.SlotTaskFDs]int) (*slotChild, error) {
 		if err != nil {
 			_ = unix.PidfdSendSignal(got[0], unix.SIGKILL, nil, 0)
 			c := &slotChild{parent: p, pidfd: got[0]}
-			_, _ = c.reap()
+			_, _ = c.reap(nil)
 			return nil, fmt.Errorf("%w: %w", errSlotGone, err)
 		}
 		return &slotChild{parent: p, pidfd: got[0], pid: pid}, nil
@@ -118,17 +118,22 @@ type slotChild struct {
 func (c *slotChild) hostPID() int { return c.pid }
 
 // kill SIGKILLs the task's init, and with it its pid namespace (the
-// namespace mode has no kill tree).
+// namespace mode has no kill tree). The parent's report of the end is
+// then awaited for reapGrace at most: a slot whose parent does not report
+// it is discarded (the task's run fails), never waited for.
 func (c *slotChild) kill(func(*os.Process)) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.pidfd >= 0 {
 		_ = unix.PidfdSendSignal(c.pidfd, unix.SIGKILL, nil, 0)
+		_ = c.parent.conn.SetReadDeadline(time.Now().Add(reapGrace))
 	}
 }
 
-// reap waits for the parent's report of the child's end (once).
-func (c *slotChild) reap() (initEnd, error) {
+// reap waits for the parent's report of the child's end (once). The
+// parent collects the task's traced threads and its whole pid namespace
+// goes with it: nothing is left to kill here.
+func (c *slotChild) reap(func()) (initEnd, error) {
 	c.once.Do(func() {
 		buf := make([]byte, 64)
 		n, err := c.parent.conn.Read(buf)
@@ -138,16 +143,23 @@ func (c *slotChild) reap() (initEnd, error) {
 		}
 		if err != nil {
 			// Not errSlotGone: the task may have run, and must not run twice.
-			c.err = fmt.Errorf("sandbox: the slot parent died before reporting the task's end: %w", err)
+			c.err = fmt.Errorf("sandbox: the slot parent did not report the task's end: %w", err)
 		} else {
 			c.end = initEnd{status: e.Status, ownCPU: e.OwnCPU, cpu: e.User + e.Sys, maxRSS: e.MaxRSS * 1024}
 		}
 		c.mu.Lock()
 		_ = unix.Close(c.pidfd)
 		c.pidfd = -1
+		_ = c.parent.conn.SetReadDeadline(time.Time{})
 		c.mu.Unlock()
 	})
 	return c.end, c.err
+}
+
+// stop kills the child and collects it.
+func (c *slotChild) stop() {
+	c.kill(nil)
+	_, _ = c.reap(nil)
 }
 
 // pidfdPID is the pid, in this process's pid namespace, of the process a
@@ -239,8 +251,7 @@ func (w *warmSandbox) readyChild(size int64, policy *landlockPolicy) (*readyChil
 
 // discard kills a child that will run no task and releases what it holds.
 func (c *readyChild) discard() {
-	c.child.kill(nil)
-	_, _ = c.child.reap()
+	c.child.stop()
 	c.close()
 }
 
@@ -269,8 +280,7 @@ func (w *warmSandbox) slotTask(job warmJob, c *readyChild) (*Result, error) {
 		err = c.box.homeReady(spec)
 	}
 	if err != nil {
-		c.child.kill(nil)
-		_, _ = c.child.reap()
+		c.child.stop()
 		return nil, fmt.Errorf("%w: %w", errSlotGone, err)
 	}
 	c.s.start = time.Now()

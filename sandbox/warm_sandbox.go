@@ -141,10 +141,7 @@ func (w *warmSandbox) serve(r *Runner, attr *syscall.SysProcAttr, ns *nsConfig, 
 	defer s.close()
 	w.pid = s.proc.hostPID()
 	// Before its task the init has started nothing: killing it is enough.
-	kill := func() {
-		s.proc.kill(nil)
-		_, _ = s.proc.reap()
-	}
+	kill := func() { s.kill(nil) }
 	err = s.prepare(w.cg, &initConfig{Prepare: true, NS: ns, Landlock: policy, Slot: w.slot != nil})
 	if err == nil && w.slot == nil {
 		err = w.hold(w.pid) // a home the init mounted (disk_quota.go)

@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/warrenhq/warren/sandbox/internal/reap"
 	"golang.org/x/sys/unix"
 )
 
@@ -187,13 +188,22 @@ func spawnTask(fds []int) (pid, pidfd int, err error) {
 }
 
 // reapTask waits for the child to exit, reads its own CPU time while it
-// is a zombie, and reaps it.
+// is a zombie, and reaps it. It waits for every child and tracee, and
+// collects every other report on the way: a thread of the task that made
+// this process its tracer (PTRACE_TRACEME) and exited is reaped, or the
+// task's end would never be reported (package sandbox/internal/reap); a
+// tracee's stop or trap is consumed, since it is no end.
 func reapTask(pid int) SlotExit {
-	var info unix.Siginfo
 	for {
-		if err := unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT, nil); err != unix.EINTR {
-			break
+		r, err := reap.Next()
+		if err != nil || (r.PID == pid && r.Code.Ended()) {
+			break // err: ECHILD, nothing left to wait for
 		}
+		if r.PID == pid {
+			reap.ConsumeStop(pid)
+			continue
+		}
+		reap.Discard(r)
 	}
 	var e SlotExit
 	if b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat"); err == nil {
@@ -201,7 +211,7 @@ func reapTask(pid int) SlotExit {
 	}
 	var ru unix.Rusage
 	for {
-		_, err := unix.Wait4(pid, (*unix.WaitStatus)(&e.Status), 0, &ru)
+		_, err := unix.Wait4(pid, (*unix.WaitStatus)(&e.Status), unix.WALL, &ru)
 		if err != unix.EINTR {
 			break
 		}

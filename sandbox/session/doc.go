@@ -42,6 +42,21 @@
 // itself non-dumpable, so the session's commands, which share its uid,
 // cannot open its pipes through /proc or ptrace it.
 //
+// The end of a command is the agent's decision, as a run's is the
+// runner's (package sandbox, "The end of a task"): each command is a
+// child subreaper from before its exec, so every process it starts stays
+// its descendant while it lives, setsid daemons and orphans included. Its
+// timeout or a cancel stops its process group and its tree, kills them
+// and the command last, and reports its exit without waiting for what
+// may still hold its pipes; the result comes within 2 s and nothing the
+// command started is left (a command that ends by itself leaves its
+// children running, as a shell does). The agent waits for every child
+// and tracee with __WALL, takes a traced command's stop for no end (its
+// timeout still ends it), and kills the tracers of a command that exited
+// while another of its processes traces one of its threads, which holds
+// its end back. A command's RLIMIT_NPROC is the session's less 16 (a
+// quarter at most): a fork storm leaves the agent the threads it needs.
+//
 // Background commands (ExecRequest.Background) return their pid at once
 // and run until they end, are killed, or the session ends; their stdout
 // and stderr are discarded (/dev/null): redirect inside the command to
@@ -108,7 +123,7 @@
 // a frame that breaks the protocol ends the session (GoneProtocol), and
 // no frame can make the worker allocate more than one frame (17 MiB).
 // Exec errors are ErrInvalidRequest (the field named), a *GoneError, or
-// ctx.Err() (a cancelled foreground exec has its process group killed);
+// ctx.Err() (a cancelled foreground exec has its tree killed);
 // Kill returns ErrNoProcess for a pid that is not a live descendant of
 // the agent. A command's failure is its ExecResult, never an error.
 //
@@ -142,4 +157,9 @@
 //   - In Landlock mode a command can kill the agent (same uid, no pid
 //     namespace), which ends its own session; in namespace mode the agent
 //     is pid 1 and cannot be killed from inside.
+//   - A timed-out or cancelled command's tree is its descendants: a
+//     sibling it made with clone(CLONE_PARENT) (the agent's child) goes
+//     with its process group only, and a process of it that joined the
+//     group of another command or of the agent is killed by itself, never
+//     that group. Close ends everything anyway.
 package session

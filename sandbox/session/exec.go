@@ -30,7 +30,7 @@ type ExecRequest struct {
 	// e.g. sh -c 'srv >log 2>&1', to keep them in the home). It keeps
 	// running across execs until it ends, Kill ends it or the session ends.
 	Background bool
-	// Timeout, when positive, SIGKILLs the command's process group once it
+	// Timeout, when positive, SIGKILLs the command's whole tree once it
 	// passes (ExecResult.TimedOut); the session lives on.
 	Timeout time.Duration
 }
@@ -97,7 +97,7 @@ func (req ExecRequest) validate() error {
 // is written. In the background it returns once the command runs. A
 // command that cannot be started ends as a shell says (127 or 126, the
 // message on stderr), not as an error. Cancelling ctx kills a foreground
-// command's process group and returns ctx.Err(). Errors: ErrInvalidRequest,
+// command's whole tree and returns ctx.Err(). Errors: ErrInvalidRequest,
 // or a *GoneError (ErrSessionGone) when the sandbox has ended.
 func (s *Session) Exec(ctx context.Context, req ExecRequest, stdout, stderr io.Writer) (ExecResult, error) {
 	if err := req.validate(); err != nil {

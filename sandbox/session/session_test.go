@@ -354,7 +354,14 @@ func TestBackgroundCountsUntilItEnds(t *testing.T) {
 	require.Equal(t, 1, s.Background())
 	require.Zero(t, s.Running(), "Running counts foreground execs only")
 	require.NoError(t, s.Delete(ctx, "go", false))
+	eventually(t, "the ended background command stops counting", func() bool { return s.Background() == 0 })
+
+	// Its end is activity: a command that ends by itself, with no call on
+	// the session between the mark and its end (every call is activity).
+	_, err = s.Exec(ctx, ExecRequest{Argv: []string{"sleep", "2"}, Background: true}, nil, nil)
+	require.NoError(t, err)
 	before := time.Now()
+	require.Equal(t, 1, s.Background(), "the command must still run after the mark, or the check below proves nothing")
 	eventually(t, "the ended background command stops counting", func() bool { return s.Background() == 0 })
 	require.False(t, s.LastActivity().Before(before), "its end is activity")
 

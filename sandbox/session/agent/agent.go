@@ -27,6 +27,11 @@ import (
 // of it may hold them open) before it reports the exit anyway.
 const drainGrace = 2 * time.Second
 
+// killedDrainGrace replaces drainGrace for a command the agent killed
+// (its timeout, a cancel): what still holds its pipes left its process
+// group, and its output is not waited for.
+const killedDrainGrace = 100 * time.Millisecond
+
 // agent is one running agent.
 type agent struct {
 	home string
@@ -53,9 +58,11 @@ type proc struct {
 	argv     []string
 	started  time.Time
 	bg       bool
+	pidfd    int           // the command's pidfd (-1: none), closed when it is reaped
 	exited   chan struct{} // closed once reaped; status is then set
 	status   unix.WaitStatus
 	timedOut bool // set under agent.mu by the timeout
+	killed   bool // set under agent.mu by end
 	timer    *time.Timer
 }
 
@@ -155,17 +162,24 @@ func (a *agent) send(t wire.Type, id uint32, payload []byte) error {
 	return wire.WriteFrame(a.out, t, id, payload)
 }
 
-// reap collects every child that has ended: the agent's commands (their
-// status goes to their proc) and orphans re-parented to it.
+// reap collects every child and tracee that has ended: the agent's
+// commands (their status goes to their proc), orphans re-parented to it,
+// and the exited threads of a command that made the agent their tracer
+// (PTRACE_TRACEME), which hold that command's end back until they are
+// reaped. A tracee's stop, reported to its tracer unasked, is consumed
+// and is no end: the command stays the agent's, its timeout still ends it.
 func (a *agent) reap() {
 	for {
 		var ws unix.WaitStatus
-		pid, err := unix.Wait4(-1, &ws, unix.WNOHANG, nil)
+		pid, err := unix.Wait4(-1, &ws, unix.WNOHANG|unix.WALL, nil)
 		if err == unix.EINTR {
 			continue
 		}
 		if pid <= 0 || err != nil {
 			return
+		}
+		if ws.Stopped() || ws.Continued() {
+			continue
 		}
 		a.mu.Lock()
 		if p := a.procs[pid]; p != nil {
@@ -177,9 +191,23 @@ func (a *agent) reap() {
 			if p.timer != nil {
 				p.timer.Stop()
 			}
+			if p.pidfd >= 0 {
+				_ = unix.Close(p.pidfd)
+				p.pidfd = -1
+			}
 			close(p.exited)
 		}
 		a.mu.Unlock()
+	}
+}
+
+// end SIGKILLs p's process group and p itself (a command that left its
+// group); a.mu must be held, and p not reaped yet.
+func (a *agent) end(p *proc) {
+	p.killed = true
+	_ = unix.Kill(-p.pid, unix.SIGKILL)
+	if p.pidfd >= 0 {
+		_ = unix.PidfdSendSignal(p.pidfd, unix.SIGKILL, nil, 0)
 	}
 }
 
@@ -187,7 +215,7 @@ func (a *agent) reap() {
 func (a *agent) killAll() {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	for pid := range a.procs {
-		_ = unix.Kill(-pid, unix.SIGKILL)
+	for _, p := range a.procs {
+		a.end(p)
 	}
 }

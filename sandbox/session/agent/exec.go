@@ -6,11 +6,12 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
+	"github.com/warrenhq/warren/sandbox/internal/reap"
 	"github.com/warrenhq/warren/sandbox/session/internal/wire"
 	"golang.org/x/sys/unix"
 )
@@ -43,14 +44,12 @@ func (a *agent) exec(id uint32, m wire.Exec) error {
 	if err != nil {
 		return a.failStart(id, fmt.Sprintf("%s: %v", m.Argv[0], err), 126)
 	}
-	p := &proc{id: id, argv: m.Argv, bg: m.Background, exited: make(chan struct{})}
+	p := &proc{id: id, argv: m.Argv, bg: m.Background, pidfd: -1, exited: make(chan struct{})}
 	a.mu.Lock()
-	pid, err := syscall.ForkExec(path, m.Argv, &syscall.ProcAttr{
-		Dir: cwd, Env: env, Files: st.child(),
-		Sys: &syscall.SysProcAttr{Setpgid: true},
-	})
+	sp, err := spawn(spawnSpec{path: path, argv: m.Argv, env: env, dir: cwd, fds: st.child()})
+	pid := sp.pid
 	if err == nil {
-		p.pid, p.started = pid, time.Now()
+		p.pid, p.pidfd, p.started = pid, sp.pidfd, time.Now()
 		a.procs[pid] = p
 		a.execs[id] = p
 		if m.Timeout > 0 {
@@ -81,7 +80,7 @@ func (a *agent) failStart(id uint32, msg string, code int64) error {
 	return a.send(wire.TypeExit, id, wire.Exit{ExitCode: code}.Marshal())
 }
 
-// timeout kills the command's process group once its timeout passes.
+// timeout kills the command's tree once its timeout passes.
 func (a *agent) timeout(p *proc) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -91,10 +90,10 @@ func (a *agent) timeout(p *proc) {
 	default:
 	}
 	p.timedOut = true
-	_ = unix.Kill(-p.pid, unix.SIGKILL)
+	a.killTree(p)
 }
 
-// cancel kills the process group of exec id (the host gave up on it).
+// cancel kills the tree of exec id (the host gave up on it).
 func (a *agent) cancel(id uint32) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -102,7 +101,7 @@ func (a *agent) cancel(id uint32) {
 		select {
 		case <-p.exited:
 		default:
-			_ = unix.Kill(-p.pid, unix.SIGKILL)
+			a.killTree(p)
 		}
 	}
 }
@@ -125,10 +124,16 @@ func (a *agent) watch(p *proc, st *stdio) {
 	}
 	drained := make(chan struct{})
 	go func() { pumps.Wait(); close(drained) }()
-	<-p.exited
+	a.awaitExit(p)
+	grace := drainGrace
+	a.mu.Lock()
+	if p.killed {
+		grace = killedDrainGrace
+	}
+	a.mu.Unlock()
 	select {
 	case <-drained:
-	case <-time.After(drainGrace):
+	case <-time.After(grace):
 		st.closeParent() // a child holds the pipes: stop reading
 		<-drained
 	}
@@ -142,6 +147,45 @@ func (a *agent) watch(p *proc, st *stdio) {
 		e.ExitCode, e.Signal = -1, unix.SignalName(p.status.Signal())
 	}
 	_ = a.send(wire.TypeExit, p.id, e.Marshal())
+}
+
+// reapTick is how often a command's watch reaps on its own: SIGCHLD
+// drives the reaping, and the watch never depends on one notification.
+const reapTick = 250 * time.Millisecond
+
+// awaitExit returns once p is reaped. A command that exited while a
+// thread of it is traced by another process (its own child, say) is not
+// reported ended until that tracer lets go: the tracer is killed.
+func (a *agent) awaitExit(p *proc) {
+	t := time.NewTicker(reapTick)
+	defer t.Stop()
+	for {
+		select {
+		case <-p.exited:
+			return
+		case <-t.C:
+			a.reap()
+			if reap.Zombie(p.pid) {
+				a.killTracers(p)
+			}
+		}
+	}
+}
+
+// killTracers SIGKILLs the processes that trace a thread of p (p exited,
+// not reaped: its pid is its own), each through a pidfd opened while it
+// still traces one.
+func (a *agent) killTracers(p *proc) {
+	for _, tp := range reap.Tracers(p.pid) {
+		fd, err := unix.PidfdOpen(tp, 0)
+		if err != nil {
+			continue
+		}
+		if slices.Contains(reap.Tracers(p.pid), tp) {
+			_ = unix.PidfdSendSignal(fd, unix.SIGKILL, nil, 0)
+		}
+		_ = unix.Close(fd)
+	}
 }
 
 func (a *agent) pump(id uint32, t wire.Type, f *os.File) {
@@ -200,7 +244,7 @@ func newStdio(m wire.Exec) (*stdio, error) {
 	return s, nil
 }
 
-func (s *stdio) child() []uintptr { return []uintptr{s.in.Fd(), s.out.Fd(), s.err.Fd()} }
+func (s *stdio) child() [3]int { return [3]int{int(s.in.Fd()), int(s.out.Fd()), int(s.err.Fd())} }
 
 // closeChild closes the agent's copies of the child's ends (the null file
 // may be shared by several).

@@ -1,0 +1,39 @@
+package sandbox
+
+import (
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+// killLeftovers kills, once and without waiting, what of b's Landlock-mode
+// run may have left its session (setsid): every process of its cgroup,
+// else (a root worker) every live process of its uid, else the worker's
+// sandboxed orphans (orphan_sweep_linux.go). The teardown then sweeps
+// until nothing is left; this is for the run's end, so that nothing of it
+// holds the task's end back (a tracer of one of its threads) or its
+// output pipes open.
+func (r *Runner) killLeftovers(b *box) {
+	switch {
+	case b.cg != nil:
+		_, _ = b.cg.killAll()
+	case r.pool != nil:
+		killUID(b.uid)
+	default:
+		_, _, _ = sweepOrphansOnce(true)
+	}
+}
+
+// killUID SIGKILLs every live process of uid once; never the worker's own.
+func killUID(uid uint32) {
+	if uid == uint32(os.Getuid()) {
+		return
+	}
+	live, _, err := uidProcesses(uid)
+	if err != nil {
+		return
+	}
+	for _, pid := range live {
+		_ = unix.Kill(pid, unix.SIGKILL)
+	}
+}
