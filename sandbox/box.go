@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync/atomic"
+
+	"github.com/warrenhq/warren/sandbox/internal/cgroup"
 )
 
 // The first half of the run skeleton (run.go), shared by cold runs and
@@ -16,8 +18,8 @@ import (
 type box struct {
 	uid, gid uint32
 	home     scratchDir
-	held     *heldHome  // the home as its init mounted it (disk_quota.go); nil when on the host
-	cg       *runCgroup // nil when limits are rlimits only
+	held     *heldHome     // the home as its init mounted it (disk_quota.go); nil when on the host
+	cg       *cgroup.Group // nil when limits are rlimits only
 }
 
 // acquire takes what a sandbox of mode m holds on the host, in order: an
@@ -62,7 +64,7 @@ func (r *Runner) acquire(m mode, spec Spec, limits Limits, hook func(*nsConfig))
 	if hook != nil && plan.view != nil {
 		hook(plan.view)
 	}
-	b.cg, err = r.cgroups.create(cgroupName(m.isolation(), b), limits.Memory, limits.Processes)
+	b.cg, err = r.cgroups.Create(cgroupName(m.isolation(), b), limits.Memory, limits.Processes)
 	if err != nil {
 		return fail(&SetupError{Step: "create cgroup", Err: err})
 	}

@@ -65,14 +65,14 @@
 // runAuto (mode_auto.go) → runIsolated (run.go): namespaceMode.validate
 // and warmKey (mode_namespace.go, spec_validate.go, warm_key.go) →
 // takeWarm (warm_pool.go); cold: runCold → acquire (box.go: uidpool.go,
-// scratch.go, namespaceMode.prepare, cgroup.go) → namespaceMode.task
+// scratch.go, namespaceMode.prepare, internal/cgroup) → namespaceMode.task
 // (env.go, rlimits.go, landlock_policy_linux.go, host_paths.go, hide.go) →
 // launchInit (init_launch.go; the init itself is sandbox/initproc) →
 // giveBack (box.go → namespaceMode.teardown); warm: runWarm →
 // warmSandbox.prepare and run (warm_sandbox.go, stdio_pipes.go) → the
 // same task and teardown. A new per-run input (a limit) flows from the
 // Spec through mode.prepare (what the init builds before the task) or
-// mode.task (the task phase), and runCgroup.setLimits for the cgroup.
+// mode.task (the task phase), and cgroup.Group.SetLimits for the cgroup.
 //
 // # Namespaces
 //
@@ -356,7 +356,7 @@
 // how to fix it. Nothing pretends: the field names what was enforced.
 // The init is born in its cgroup: on v2 by CLONE_INTO_CGROUP, on v1 by
 // cloning it from a thread that stepped into the run's cgroups and back
-// (cgroup_v1_born.go; the attach through cgroup.procs, which waits for an
+// (internal/cgroup/v1_born.go; the attach through cgroup.procs, which waits for an
 // RCU grace period, is the fallback).
 //
 // Memory is the cgroup's limit where the run has a cgroup: it bounds the
@@ -526,7 +526,7 @@
 //   - With cgroup v1 the cgroup namespace is rooted where the init was
 //     cloned: at the run's own cgroup when it was born there (/proc/self/
 //     cgroup shows "/"), at the worker's when it had to be attached after
-//     the clone (cgroup_v1_born.go's fallback: it then shows the run's
+//     the clone (cgroup.Group.CloneInside's fallback: it then shows the run's
 //     cgroup name relative to the worker's); no cgroup fs is mounted inside.
 //   - A worker killed by SIGKILL leaves its runs' scratch directories (the
 //     processes die; nobody is left to remove files) and, as root, their

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/warrenhq/warren/sandbox/internal/cgroup"
 	"github.com/warrenhq/warren/sandbox/sandboxtest"
 )
 
@@ -147,7 +148,7 @@ func llOrdinaryRunner(t *testing.T) *Runner {
 	llRequire(t, 6)
 	r := llRunner(t, 1_900_100_500)
 	r.pool = nil
-	r.cgroups = cgroupSupport{}
+	r.cgroups = cgroup.Support{}
 	return r
 }
 

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/warrenhq/warren/sandbox/initproc"
+	"github.com/warrenhq/warren/sandbox/internal/cgroup"
 	"golang.org/x/sys/unix"
 )
 
@@ -30,7 +31,7 @@ var errInitDied = errors.New("the sandbox init died during setup")
 type initLaunch struct {
 	cfg    *initConfig
 	attr   *syscall.SysProcAttr // clone flags, ids, Pdeathsig (set here if zero)
-	cgroup *runCgroup           // nil when limits are rlimits only
+	cgroup *cgroup.Group        // nil when limits are rlimits only
 	spec   Spec                 // stdio and limits
 	// killTree kills every process of the run; defaults to killing the
 	// init, which in a pid namespace takes the whole namespace with it.
@@ -55,7 +56,7 @@ type startedInit struct {
 	// registered is the pid registerInit recorded (0: none); close, which
 	// runs after the reap, drops it.
 	registered int
-	// born: cloned into its cgroup (v2 CgroupFD, v1 cloneInside).
+	// born: cloned into its cgroup (v2 CgroupFD, v1 CloneInside).
 	born bool
 }
 
@@ -107,8 +108,8 @@ func killRun(cmd *exec.Cmd, killTree func(*os.Process)) {
 
 // startInit clones the init. The caller's goroutine must be locked to its
 // OS thread until the init is reaped (Pdeathsig).
-func startInit(init initBinary, attr *syscall.SysProcAttr, cg *runCgroup, stdin io.Reader, stdout, stderr io.Writer, extra ...*os.File) (*startedInit, error) {
-	return startInitIn(init, attr, cg, cg.v2Dir(), stdin, stdout, stderr, extra...)
+func startInit(init initBinary, attr *syscall.SysProcAttr, cg *cgroup.Group, stdin io.Reader, stdout, stderr io.Writer, extra ...*os.File) (*startedInit, error) {
+	return startInitIn(init, attr, cg, cg.V2Dir(), stdin, stdout, stderr, extra...)
 }
 
 // initDescriptors are the init's descriptors from 3 on: its config and status
@@ -132,7 +133,7 @@ func initDescriptors(init initBinary, confR, statusW *os.File, extra []*os.File)
 //
 // extra are the init's descriptors after its status pipe (a slot
 // parent's socket: initproc.SlotFD).
-func startInitIn(init initBinary, attr *syscall.SysProcAttr, cg *runCgroup, cgroupV2Dir string, stdin io.Reader, stdout, stderr io.Writer, extra ...*os.File) (*startedInit, error) {
+func startInitIn(init initBinary, attr *syscall.SysProcAttr, cg *cgroup.Group, cgroupV2Dir string, stdin io.Reader, stdout, stderr io.Writer, extra ...*os.File) (*startedInit, error) {
 	if init.file != nil && 5+len(extra) > initproc.BinaryFD {
 		return nil, &SetupError{Step: stepStartInit, Path: init.path, Err: fmt.Errorf("%d extra descriptors overlap the init binary's (%d)", len(extra), initproc.BinaryFD)}
 	}
@@ -175,7 +176,7 @@ func startInitIn(init initBinary, attr *syscall.SysProcAttr, cg *runCgroup, cgro
 		attr.UseCgroupFD, attr.CgroupFD = true, fd
 	}
 	s := &startedInit{confW: confW, statusR: statusR, start: time.Now()}
-	born, err := cg.cloneInside(cmd.Start)
+	born, err := cg.CloneInside(cmd.Start)
 	s.born = born || attr.UseCgroupFD
 	confR.Close()
 	statusW.Close()
@@ -223,7 +224,7 @@ func (s *startedInit) finish(ctx context.Context, l initLaunch) (*Result, error)
 		}
 	}()
 	cfg := l.cfg
-	if !s.attached && l.cgroup.needsAttach(s.bornInCgroup()) {
+	if !s.attached && l.cgroup.NeedsAttach(s.bornInCgroup()) {
 		// Attaching waits for an RCU grace period on cgroup v1 (1-10 ms
 		// on a busy host): the init builds its view meanwhile (prepare),
 		// and the task follows once the init is in its cgroup.
@@ -274,8 +275,8 @@ func (s *startedInit) finish(ctx context.Context, l initLaunch) (*Result, error)
 		res.Timeout = TimeoutCPU
 	}
 	res.TimedOut = res.Timeout != ""
-	res.OOMKills = l.cgroup.oomKills()
-	if peak := l.cgroup.peakMemory(); peak > 0 {
+	res.OOMKills = l.cgroup.OOMKills()
+	if peak := l.cgroup.PeakMemory(); peak > 0 {
 		res.PeakMemory = peak
 	}
 	return res, nil
@@ -289,7 +290,7 @@ func (s *startedInit) kill(killTree func(*os.Process)) {
 }
 
 // bornInCgroup: the init was cloned into its cgroup (v2 CgroupFD, v1
-// cloneInside).
+// CloneInside).
 func (s *startedInit) bornInCgroup() bool { return s.born }
 
 // prepare sends first, the init's prepare phase (a Config with Prepare:
@@ -298,11 +299,11 @@ func (s *startedInit) bornInCgroup() bool { return s.born }
 // them, and waits until the init reports it built (or names the step that
 // failed). The init runs only its own code before it is in its cgroup:
 // the task comes after prepare, in a second config (finish).
-func (s *startedInit) prepare(cg *runCgroup, first *initConfig) error {
+func (s *startedInit) prepare(cg *cgroup.Group, first *initConfig) error {
 	if err := writeJSON(s.confW, first); err != nil {
 		return &SetupError{Step: "send view", Err: err}
 	}
-	if err := cg.attach(s.proc.hostPID(), s.bornInCgroup()); err != nil {
+	if err := cg.Attach(s.proc.hostPID(), s.bornInCgroup()); err != nil {
 		return &SetupError{Step: "attach cgroup", Err: err}
 	}
 	s.attached = true

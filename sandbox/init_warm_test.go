@@ -131,7 +131,7 @@ func TestCloseKillsAndReleasesWarmSandboxes(t *testing.T) {
 		require.Error(t, syscallKill0(w.pid), "warm init %d reaped", w.pid)
 		require.NoDirExists(t, w.home.path)
 		if w.cg != nil {
-			for _, d := range w.cg.dirs {
+			for _, d := range w.cg.Dirs() {
 				require.NoDirExists(t, d)
 			}
 		}
@@ -198,7 +198,7 @@ func TestWarmSandboxesRunInTheirOwnCgroup(t *testing.T) {
 	}
 	for _, l := range lines[:len(lines)-1] {
 		// Inside: relative to the cgroup namespace's root, the run's own
-		// cgroup when the init was born in it (cgroup_v1_born.go).
+		// cgroup when the init was born in it (cgroup.Group.CloneInside).
 		require.Regexp(t, `:(memory|pids):/(`+own+`)?$`, l)
 	}
 }

@@ -16,7 +16,7 @@ import (
 func (r *Runner) killLeftovers(b *box) {
 	switch {
 	case b.cg != nil:
-		_, _ = b.cg.killAll()
+		_, _ = b.cg.KillAll()
 	case r.pool != nil:
 		killUID(b.uid)
 	default:

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"github.com/warrenhq/warren/sandbox/internal/cgroup"
 	"github.com/warrenhq/warren/sandbox/sandboxtest"
 	"golang.org/x/sys/unix"
 )
@@ -132,7 +133,7 @@ func TestLandlockModeSweepsSetsidEscapee(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			r := llRunner(t, tc.uidStart)
 			if !tc.cgroups {
-				r.cgroups = cgroupSupport{}
+				r.cgroups = cgroup.Support{}
 			} else if r.cgroups.Version == 0 {
 				if sandboxtest.InCI() {
 					t.Fatal("no usable cgroup hierarchy as root in CI")

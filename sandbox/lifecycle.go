@@ -5,6 +5,8 @@ import (
 	"errors"
 	"os"
 	"sync"
+
+	"github.com/warrenhq/warren/sandbox/internal/cgroup"
 )
 
 // ErrClosed means Start was called on a Runner after Close.
@@ -56,7 +58,7 @@ func (r *Runner) Close() error {
 // the cgroup interface and, for a root worker, the sandbox uid pool.
 func (r *Runner) setupHost() {
 	r.hostOnce.Do(func() {
-		r.cgroups = detectCgroups()
+		r.cgroups = cgroup.Detect()
 		if os.Geteuid() == 0 {
 			r.pool = sharedUIDPool(r.cfg.UIDBase, r.cfg.UIDCount)
 		}

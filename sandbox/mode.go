@@ -15,7 +15,7 @@ import (
 // A new per-run input (a limit, say) flows from the Spec through
 // mode.prepare (what the init builds before the task: the view) or
 // mode.task (the task phase: rlimits, policy), and through
-// runCgroup.setLimits for what the cgroup enforces. The disk limit is
+// cgroup.Group.SetLimits for what the cgroup enforces. The disk limit is
 // the home's, so acquire bounds the home (disk_quota.go) and the mode
 // says only what differs: unprivilegedQuota and its view in prepare.
 type mode interface {

@@ -8,6 +8,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/warrenhq/warren/sandbox/internal/cgroup"
 	"golang.org/x/sys/unix"
 )
 
@@ -144,7 +145,7 @@ func killSession(p *os.Process) {
 // as root, returns the uid to the pool only when no live process of it is
 // left and the home is gone; otherwise the uid is quarantined. Zombies do
 // not count: they are dead and only wait for a parent to reap them.
-func (r *Runner) landlockTeardown(home scratchDir, uid uint32, cg *runCgroup) error {
+func (r *Runner) landlockTeardown(home scratchDir, uid uint32, cg *cgroup.Group) error {
 	var errs []error
 	// A clean sweep leaves no process of uid, and nothing can start one
 	// but the worker: the teardown check need not look again. With a
@@ -153,7 +154,7 @@ func (r *Runner) landlockTeardown(home scratchDir, uid uint32, cg *runCgroup) er
 	swept := false
 	switch {
 	case cg != nil:
-		if err := cg.sweep(); err != nil {
+		if err := cg.Sweep(); err != nil {
 			errs = append(errs, err)
 		} else {
 			swept = true
@@ -194,7 +195,7 @@ func (r *Runner) landlockTeardown(home scratchDir, uid uint32, cg *runCgroup) er
 			return nil
 		}))
 	}
-	if err := cg.remove(); err != nil {
+	if err := cg.Remove(); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/warrenhq/warren/sandbox/initproc"
+	"github.com/warrenhq/warren/sandbox/internal/cgroup"
 	"golang.org/x/sys/unix"
 )
 
@@ -207,7 +208,7 @@ func (namespaceMode) teardown(r *Runner, b *box) error {
 	if err := r.releaseUID(b.uid, owned, b.cg); err != nil {
 		errs = append(errs, err)
 	}
-	if err := b.cg.remove(); err != nil {
+	if err := b.cg.Remove(); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
@@ -338,7 +339,7 @@ func (r *Runner) layeredLandlock(spec Spec, scratchInside string) *landlockPolic
 
 // releaseUID verifies that no process of uid is alive (and that the scratch
 // directory is gone) before the pool may hand uid out again.
-func (r *Runner) releaseUID(uid uint32, scratch string, cg *runCgroup) error {
+func (r *Runner) releaseUID(uid uint32, scratch string, cg *cgroup.Group) error {
 	if r.pool == nil {
 		return nil
 	}
@@ -354,7 +355,7 @@ func (r *Runner) releaseUID(uid uint32, scratch string, cg *runCgroup) error {
 		for backoff := 100 * time.Microsecond; ; backoff = min(2*backoff, 20*time.Millisecond) {
 			err = nil
 			if cg != nil {
-				if !cg.empty() {
+				if !cg.Empty() {
 					err = errors.New("processes left in the run's cgroup")
 				}
 			} else if pids, perr := livePIDsOfUID(uid); perr != nil {

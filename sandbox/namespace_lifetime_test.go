@@ -173,7 +173,7 @@ func TestNothingIsLeftBehind(t *testing.T) {
 		require.Empty(t, r.pool.quarantinedUIDs(), "teardown was verified")
 	}
 	if r.cgroups.Version != 0 {
-		for _, parent := range r.cgroups.parents {
+		for _, parent := range r.cgroups.Parents() {
 			ents, err := os.ReadDir(parent)
 			require.NoError(t, err)
 			for _, e := range ents {

@@ -10,6 +10,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/warrenhq/warren/sandbox/internal/cgroup"
 	"golang.org/x/sys/unix"
 )
 
@@ -84,7 +85,7 @@ func Probe(ctx context.Context, cfg Config) Report {
 	if ns.OK {
 		rep.Modes = append(rep.Modes, IsolationNamespace)
 	}
-	cg := detectCgroups()
+	cg := cgroup.Detect()
 	cgc := Check{Name: "resource limits", OK: cg.Version != 0, Detail: cg.String()}
 	if !cgc.OK {
 		cgc.Fix = "run the worker as root, or delegate a cgroup v2 subtree with the memory and pids controllers to its user (systemd: Delegate=yes); until then memory and process limits are rlimits only (per process, not per sandbox)"

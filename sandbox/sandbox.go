@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"github.com/warrenhq/warren/sandbox/internal/cgroup"
 )
 
 // Config configures a Runner. The zero value plus defaults is a runner in
@@ -183,7 +184,7 @@ type Runner struct {
 
 	// What the isolated modes share, detected once (setupHost).
 	hostOnce sync.Once
-	cgroups  cgroupSupport
+	cgroups  cgroup.Support
 	pool     *uidPool // nil when the worker is not root
 	// noLayer leaves the namespace mode's Landlock layer off, so tests
 	// prove the namespace layer's own properties (the layer is proven by

@@ -267,7 +267,7 @@ func (c *readyChild) close() {
 func (w *warmSandbox) slotTask(job warmJob, c *readyChild) (*Result, error) {
 	defer c.close()
 	spec := job.l.spec
-	err := w.cg.beginTask(spec.Limits.Memory, spec.Limits.Processes+w.parentTasks)
+	err := w.cg.BeginTask(spec.Limits.Memory, spec.Limits.Processes+w.parentTasks)
 	if err != nil {
 		err = &SetupError{Step: "set cgroup limits", Err: err}
 	} else if len(spec.Files) > 0 || spec.Cwd != "" {
@@ -300,7 +300,7 @@ func (w *warmSandbox) slotTask(job warmJob, c *readyChild) (*Result, error) {
 // no child left, as every process of a task is in the pid namespace of
 // the task's init, the parent's child.
 func (w *warmSandbox) slotClean() bool {
-	clean := func() bool { return w.cg.holdsOnly(w.pid) }
+	clean := func() bool { return w.cg.HoldsOnly(w.pid) }
 	if w.cg == nil {
 		clean = func() bool { return childless(w.pid) }
 	}

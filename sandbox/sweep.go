@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/warrenhq/warren/sandbox/internal/cgroup"
 )
 
 // sweepStale removes the scratch directories (in each of sweepRoots) and
@@ -36,7 +38,7 @@ func (r *Runner) sweepStale() {
 			n++
 		}
 	}
-	for _, parent := range r.cgroups.parents {
+	for _, parent := range r.cgroups.Parents() {
 		ents, err := os.ReadDir(parent)
 		if err != nil {
 			continue
@@ -48,8 +50,7 @@ func (r *Runner) sweepStale() {
 			}
 			dir := filepath.Join(parent, e.Name())
 			killCgroup(dir)
-			cg := &runCgroup{dirs: map[string]string{"": dir}}
-			if err := cg.remove(); err != nil {
+			if err := cgroup.RemoveDir(dir); err != nil {
 				r.log.Warn().Err(err).Str("path", dir).Msg("removing a stale cgroup")
 				continue
 			}

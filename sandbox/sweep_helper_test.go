@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"github.com/warrenhq/warren/sandbox/internal/cgroup"
 )
 
 // sweeperEnv makes the test binary a "next worker": it creates a Runner on
@@ -39,14 +40,14 @@ type testCgroup struct {
 	dirs map[string]string // controller -> directory
 }
 
-func newTestCgroup(t *testing.T, cg cgroupSupport) *testCgroup {
+func newTestCgroup(t *testing.T, cg cgroup.Support) *testCgroup {
 	t.Helper()
 	tc := &testCgroup{dirs: map[string]string{}}
 	if cg.Version != 1 {
 		return tc
 	}
 	name := fmt.Sprintf("sbtest-%d-%06d", os.Getpid(), rand.IntN(1_000_000))
-	for ctrl, parent := range cg.parents {
+	for ctrl, parent := range cg.Parents() {
 		dir := filepath.Join(parent, name)
 		require.NoError(t, os.Mkdir(dir, 0o755))
 		tc.dirs[ctrl] = dir

@@ -67,7 +67,7 @@ func TestStaleSandboxesOfADeadWorkerAreSwept(t *testing.T) {
 	parents := tcg.parents()
 	if len(parents) == 0 {
 		// Not cgroup v1: the run cgroups are under the test's own cgroup.
-		for _, p := range r.cgroups.parents {
+		for _, p := range r.cgroups.Parents() {
 			parents = append(parents, p)
 		}
 	}

@@ -113,12 +113,12 @@ func TestReleaseUIDQuarantinesWhenTeardownIsIncomplete(t *testing.T) {
 	// A process left in the run's cgroup.
 	uid, err = r.pool.acquire()
 	require.NoError(t, err)
-	cg, err := r.cgroups.create(fmt.Sprintf("quarantine-test-%d", os.Getpid()), 64<<20, 16)
+	cg, err := r.cgroups.Create(fmt.Sprintf("quarantine-test-%d", os.Getpid()), 64<<20, 16)
 	require.NoError(t, err)
 	q := exec.Command("/bin/sleep", "60")
 	require.NoError(t, q.Start())
-	require.NoError(t, cg.attach(q.Process.Pid, false))
-	t.Cleanup(func() { _ = q.Process.Kill(); _ = q.Wait(); _ = cg.remove() })
+	require.NoError(t, cg.Attach(q.Process.Pid, false))
+	t.Cleanup(func() { _ = q.Process.Kill(); _ = q.Wait(); _ = cg.Remove() })
 	require.Error(t, r.releaseUID(uid, "", cg))
 	require.Contains(t, r.pool.quarantinedUIDs(), uid)
 }

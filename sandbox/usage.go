@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/warrenhq/warren/sandbox/internal/cgroup"
 	"golang.org/x/sys/unix"
 )
 
@@ -41,7 +42,7 @@ type Handle interface {
 // limits are rlimits only).
 type runHandle struct {
 	pid int
-	cg  *runCgroup
+	cg  *cgroup.Group
 
 	mu      sync.RWMutex
 	pidfd   int   // -1 when ended or never opened
@@ -52,7 +53,7 @@ type runHandle struct {
 // observeRun hands spec.Started a Handle on the command pid (just exec'd)
 // and returns the function that ends it, called once the command is
 // reaped. Without a Started hook it does nothing.
-func observeRun(spec Spec, pid int, cg *runCgroup) (ended func()) {
+func observeRun(spec Spec, pid int, cg *cgroup.Group) (ended func()) {
 	if spec.Started == nil {
 		return func() {}
 	}
@@ -92,7 +93,7 @@ func (h *runHandle) Memory() (int64, error) {
 	var n int64
 	var err error
 	if h.cg != nil {
-		n, err = h.cg.memory()
+		n, err = h.cg.Memory()
 	} else {
 		n, err = treeMemory(h.pid)
 	}
@@ -105,37 +106,6 @@ func (h *runHandle) Memory() (int64, error) {
 		return 0, fmt.Errorf("sandbox: memory of run (pid %d): %w", h.pid, err)
 	}
 	return n, nil
-}
-
-// memory reads the run's unreclaimable memory from its cgroup.
-func (cg *runCgroup) memory() (int64, error) {
-	if cg.version == 1 {
-		return statSum(filepath.Join(cg.dirs["memory"], "memory.stat"), "total_rss", "total_shmem", "total_swap")
-	}
-	n, err := statSum(filepath.Join(cg.dirs[""], "memory.stat"), "anon", "shmem")
-	if err != nil {
-		return 0, err
-	}
-	// Absent without swap accounting; the run's memory.swap.max is 0 anyway.
-	if b, err := os.ReadFile(filepath.Join(cg.dirs[""], "memory.swap.current")); err == nil {
-		s, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
-		if err != nil {
-			return 0, fmt.Errorf("memory.swap.current: %w", err)
-		}
-		n += s
-	}
-	return n, nil
-}
-
-// statSum adds the named "key value" lines of a cgroup stat file; keys
-// missing from the file count as 0 (total_swap exists only with swap
-// accounting).
-func statSum(path string, keys ...string) (int64, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return 0, err
-	}
-	return sumFields(b, " ", 1, keys...)
 }
 
 // sumFields adds the values of the lines of b whose first field (split

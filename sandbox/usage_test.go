@@ -6,13 +6,13 @@ import (
 	"errors"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/warrenhq/warren/internal/syncbuf"
+	"github.com/warrenhq/warren/sandbox/internal/cgroup"
 
 	"github.com/stretchr/testify/require"
 )
@@ -42,7 +42,7 @@ type usageMode struct {
 func usageModes() []usageMode {
 	noCgroups := func(r *Runner) *Runner {
 		r.setupHost()
-		r.cgroups = cgroupSupport{Why: "disabled by the test: the /proc tree fallback"}
+		r.cgroups = cgroup.Support{Why: "disabled by the test: the /proc tree fallback"}
 		return r
 	}
 	return []usageMode{
@@ -165,37 +165,6 @@ func TestUsageStartedOnlyWhenTheCommandRuns(t *testing.T) {
 	o := runIn(t, r, Spec{Argv: []string{"/bin/true"}, Started: func(Handle) { called = true }})
 	require.Equal(t, 0, o.res.ExitCode)
 	require.True(t, called)
-}
-
-// TestUsageCgroupStat reads the stat files of both cgroup versions: only
-// anonymous, shmem and swap memory count, not page cache or mapped files.
-func TestUsageCgroupStat(t *testing.T) {
-	tests := []struct {
-		name    string
-		version int
-		files   map[string]string
-		want    int64
-	}{
-		{"v1", 1, map[string]string{"memory.stat": "cache 1000\nrss 7\nshmem 9\nmapped_file 500\ntotal_cache 4000\ntotal_rss 100\ntotal_shmem 20\ntotal_mapped_file 3000\ntotal_swap 3\n"}, 123},
-		{"v1 without swap accounting", 1, map[string]string{"memory.stat": "total_rss 100\ntotal_shmem 20\ntotal_cache 9\n"}, 120},
-		{"v2", 2, map[string]string{"memory.stat": "anon 100\nfile 4000\nkernel 70\nshmem 20\nfile_mapped 3000\n", "memory.swap.current": "3\n"}, 123},
-		{"v2 without swap", 2, map[string]string{"memory.stat": "anon 100\nfile 4000\nshmem 20\n"}, 120},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			dir := t.TempDir()
-			for name, content := range tc.files {
-				require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644))
-			}
-			cg := &runCgroup{version: tc.version, dirs: map[string]string{"memory": dir, "": dir}}
-			n, err := cg.memory()
-			require.NoError(t, err)
-			require.Equal(t, tc.want, n)
-		})
-	}
-	cg := &runCgroup{version: 1, dirs: map[string]string{"memory": t.TempDir()}}
-	_, err := cg.memory()
-	require.ErrorIs(t, err, os.ErrNotExist, "a missing stat file is an error, not 0")
 }
 
 // usageRun is a probe running in a sandbox, driven through its stdio.

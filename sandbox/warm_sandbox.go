@@ -38,7 +38,7 @@ type warmSandbox struct {
 	pool     *warmPool
 	primed   bool
 	// parentTasks are a slot parent's own threads before the task, which
-	// the task's process limits count on top of (cgroup_slot.go).
+	// the task's process limits count on top of (cgroup.Group.BeginTask).
 	parentTasks int64
 	view        *nsConfig       // the view a slot's parent built (its tasks keep what /tmp covers)
 	taskPolicy  *landlockPolicy // the Landlock policy a slot's tasks most likely carry
@@ -274,10 +274,10 @@ func (w *warmSandbox) prime(r *Runner) *readyChild {
 // start), the parent's own threads counted first. A failure
 // leaves it to the next task to fork its own (and fail the slot then).
 func (w *warmSandbox) nextChild(r *Runner, size int64, policy *landlockPolicy) *readyChild {
-	n, err := w.cg.tasksNow()
+	n, err := w.cg.TasksNow()
 	if err == nil {
 		w.parentTasks = n
-		err = w.cg.setLimits(r.cfg.Defaults.Memory, r.cfg.Defaults.Processes+n)
+		err = w.cg.SetLimits(r.cfg.Defaults.Memory, r.cfg.Defaults.Processes+n)
 	}
 	if err != nil {
 		r.log.Debug().Err(err).Msg("slot: the next task's init is not made ahead")
@@ -318,7 +318,7 @@ func (w *warmSandbox) prepare(spec Spec) error {
 		w.discard()
 		return err
 	}
-	if err := w.cg.setLimits(spec.Limits.Memory, spec.Limits.Processes); err != nil {
+	if err := w.cg.SetLimits(spec.Limits.Memory, spec.Limits.Processes); err != nil {
 		w.discard()
 		return &SetupError{Step: "set cgroup limits", Err: err}
 	}

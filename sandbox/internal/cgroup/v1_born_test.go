@@ -1,4 +1,4 @@
-package sandbox
+package cgroup
 
 import (
 	"fmt"
@@ -16,23 +16,24 @@ import (
 
 // v1Cgroups is the host's cgroup support when it is v1 and usable here
 // (skipping otherwise: on v2 inits are cloned into their cgroup by
-// CLONE_INTO_CGROUP, which TestInitStartsWhereClone3IsRefused covers),
-// and a fresh run cgroup in it.
-func v1Cgroups(t *testing.T) (cgroupSupport, *runCgroup) {
+// CLONE_INTO_CGROUP, which package sandbox's
+// TestInitStartsWhereClone3IsRefused covers), and a fresh run cgroup in
+// it.
+func v1Cgroups(t *testing.T) (Support, *Group) {
 	t.Helper()
-	cs := detectCgroups()
+	cs := Detect()
 	if cs.Version != 1 {
 		t.Skipf("not cgroup v1 here (%s): nothing to clone into by thread", cs)
 	}
 	require.True(t, cs.threadMove, "a thread of a process that can write its own v1 cgroups can move itself back into them")
-	cg, err := cs.create(fmt.Sprintf("born-test-%d-%s", os.Getpid(), strings.ReplaceAll(t.Name(), "/", "_")), 64<<20, 16)
+	cg, err := cs.Create(fmt.Sprintf("born-test-%d-%s", os.Getpid(), strings.ReplaceAll(t.Name(), "/", "_")), 64<<20, 16)
 	require.NoError(t, err)
-	t.Cleanup(func() { _ = cg.remove() })
+	t.Cleanup(func() { _ = cg.Remove() })
 	return cs, cg
 }
 
 // onWorkerThread runs fn on a locked thread that is not the main one (as a
-// run's launching goroutine is most of the time; cloneInside refuses the
+// run's launching goroutine is most of the time; CloneInside refuses the
 // main thread).
 func onWorkerThread(t *testing.T, fn func()) {
 	t.Helper()
@@ -61,7 +62,7 @@ func cgroupOf(t *testing.T, file, ctrl string) string {
 	for _, l := range strings.Split(string(b), "\n") {
 		parts := strings.SplitN(l, ":", 3)
 		if len(parts) == 3 && strings.Contains(","+parts[1]+",", ","+ctrl+",") {
-			return filepath.Join(cgroupMount, ctrl, parts[2])
+			return filepath.Join(mountPoint, ctrl, parts[2])
 		}
 	}
 	t.Fatalf("%s has no %s line: %s", file, ctrl, b)
@@ -69,7 +70,7 @@ func cgroupOf(t *testing.T, file, ctrl string) string {
 }
 
 // requireWorkerOutside: no thread of this process is in cg.
-func requireWorkerOutside(t *testing.T, cs cgroupSupport) {
+func requireWorkerOutside(t *testing.T, cs Support) {
 	t.Helper()
 	tasks, err := os.ReadDir("/proc/self/task")
 	require.NoError(t, err)
@@ -101,7 +102,7 @@ func TestInitBornInItsV1Cgroup(t *testing.T) {
 		}
 
 		init := exec.Command("/bin/sleep", "60")
-		born, err := cg.cloneInside(init.Start)
+		born, err := cg.CloneInside(init.Start)
 		require.NoError(t, err)
 		require.True(t, born)
 		t.Cleanup(func() { _ = init.Process.Kill(); _ = init.Wait() })
@@ -117,7 +118,7 @@ func TestInitBornInItsV1Cgroup(t *testing.T) {
 }
 
 // The sweep of a run's cgroup kills what is in it; a thread of the worker
-// found there (cloneInside's window) is moved out, never signalled: this
+// found there (CloneInside's window) is moved out, never signalled: this
 // test process would die otherwise.
 func TestSweepNeverSignalsTheWorker(t *testing.T) {
 	cs, cg := v1Cgroups(t)
@@ -128,7 +129,7 @@ func TestSweepNeverSignalsTheWorker(t *testing.T) {
 		procs, err := cg.procs()
 		require.NoError(t, err)
 		require.Equal(t, []int{os.Getpid()}, procs, "control: a thread of this process is in the run's cgroup")
-		require.NoError(t, cg.sweep())
+		require.NoError(t, cg.Sweep())
 		for ctrl := range cg.dirs {
 			require.Equal(t, cs.parents[ctrl], cgroupOf(t, "/proc/thread-self/cgroup", ctrl), "the sweep moved the thread back to the worker's %s cgroup", ctrl)
 		}

@@ -1,4 +1,4 @@
-package sandbox
+package cgroup
 
 import (
 	"os"
@@ -7,15 +7,15 @@ import (
 	"strings"
 )
 
-// A slot's cgroup serves task after task (slot.go): its counters are made
-// per task here, its processes checked between tasks.
+// A cgroup can serve task after task (a sandbox slot's): its counters are
+// made per task here, its processes checked between tasks.
 
-// holdsOnly reports whether pid is the only process in every hierarchy
+// HoldsOnly reports whether pid is the only process in every hierarchy
 // of the cgroup.
-func (cg *runCgroup) holdsOnly(pid int) bool {
+func (cg *Group) HoldsOnly(pid int) bool {
 	want := strconv.Itoa(pid)
 	for _, dir := range cg.dirs {
-		// Opened afresh each time, never kept (cgroup_files.go): a v1
+		// Opened afresh each time, never kept (files.go): a v1
 		// cgroup.procs descriptor read again serves the pid list it loaded
 		// first for up to a second, which would miss a leftover process.
 		b, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
@@ -26,20 +26,20 @@ func (cg *runCgroup) holdsOnly(pid int) bool {
 	return true
 }
 
-// beginTask makes the cgroup's counters the next task's: the peak memory
+// BeginTask makes the cgroup's counters the next task's: the peak memory
 // is reset (v1 memory.max_usage_in_bytes; v2 memory.peak, reset per open
 // file since Linux 6.12: the descriptor is kept for the task, and without
 // the reset no cgroup peak is reported, the task's own rusage is), and
-// the OOM kill count so far becomes the base oomKills subtracts. The
+// the OOM kill count so far becomes the base OOMKills subtracts. The
 // limits are the task's (pids: its own plus the slot parent's threads).
-func (cg *runCgroup) beginTask(memory, pids int64) error {
+func (cg *Group) BeginTask(memory, pids int64) error {
 	if cg == nil {
 		return nil
 	}
 	cg.endTask()
 	cg.oomBase = 0
-	cg.oomBase = cg.oomKills()
-	if err := cg.setLimits(memory, pids); err != nil {
+	cg.oomBase = cg.OOMKills()
+	if err := cg.SetLimits(memory, pids); err != nil {
 		return err
 	}
 	if cg.version == 1 {
@@ -59,17 +59,17 @@ func (cg *runCgroup) beginTask(memory, pids int64) error {
 	return nil
 }
 
-// tasksNow is how many tasks (threads) the cgroup holds: a slot's parent
+// TasksNow is how many tasks (threads) the cgroup holds: a slot's parent
 // alone, between tasks.
-func (cg *runCgroup) tasksNow() (int64, error) {
+func (cg *Group) TasksNow() (int64, error) {
 	if cg == nil {
 		return 0, nil
 	}
 	return cg.readPids("pids.current")
 }
 
-// endTask drops what beginTask kept for the last task.
-func (cg *runCgroup) endTask() {
+// endTask drops what BeginTask kept for the last task.
+func (cg *Group) endTask() {
 	if cg != nil && cg.peakFile != nil {
 		_ = cg.peakFile.Close()
 		cg.peakFile = nil
@@ -77,7 +77,7 @@ func (cg *runCgroup) endTask() {
 }
 
 // readPids reads a number from the cgroup's pids controller.
-func (cg *runCgroup) readPids(name string) (int64, error) {
+func (cg *Group) readPids(name string) (int64, error) {
 	b, err := cg.kept.read(cg.keptPath("pids", name))
 	if err != nil {
 		return 0, err

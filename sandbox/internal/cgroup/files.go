@@ -1,4 +1,4 @@
-package sandbox
+package cgroup
 
 import (
 	"os"
@@ -7,7 +7,7 @@ import (
 )
 
 // The counter files a cgroup reads around every task (a slot's serves
-// task after task: cgroup_slot.go) are opened once and read again at
+// task after task: task.go) are opened once and read again at
 // offset 0, where the kernel generates a cgroup file afresh; they close
 // with the cgroup. That is an open, a stat and a close fewer per read (a
 // slot's task reads five: the OOM kills twice, the peak reset and read,
@@ -83,7 +83,7 @@ func (k *keptFiles) close() {
 
 // keptPath is name in the cgroup's directory of controller ctrl (v2: the
 // one directory).
-func (cg *runCgroup) keptPath(ctrl, name string) string {
+func (cg *Group) keptPath(ctrl, name string) string {
 	if cg.version == 2 {
 		ctrl = ""
 	}

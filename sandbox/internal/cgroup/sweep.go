@@ -1,4 +1,4 @@
-package sandbox
+package cgroup
 
 import (
 	"bytes"
@@ -15,7 +15,7 @@ import (
 // procsFile is the cgroup.procs of one of the run's cgroup directories:
 // every controller's directory holds the same processes (the init is
 // attached to all of them and children inherit), so one is enough.
-func (cg *runCgroup) procsFile() string {
+func (cg *Group) procsFile() string {
 	for _, ctrl := range []string{"pids", "", "memory", "cpu"} {
 		if dir, ok := cg.dirs[ctrl]; ok {
 			return filepath.Join(dir, "cgroup.procs")
@@ -29,7 +29,7 @@ func (cg *runCgroup) procsFile() string {
 
 // procs lists the processes in the run's cgroup. Exited processes are not
 // listed, zombies included: they are dead and hold nothing but a pid.
-func (cg *runCgroup) procs() ([]int, error) {
+func (cg *Group) procs() ([]int, error) {
 	b, err := os.ReadFile(cg.procsFile())
 	if err != nil {
 		return nil, err
@@ -45,19 +45,19 @@ func (cg *runCgroup) procs() ([]int, error) {
 	return pids, nil
 }
 
-// cgroupSweepTimeout bounds sweep; a run whose cgroup is still busy after
+// sweepTimeout bounds Sweep; a run whose cgroup is still busy after
 // it is quarantined by its teardown check.
-const cgroupSweepTimeout = time.Second
+const sweepTimeout = time.Second
 
-// sweep SIGKILLs every process in the run's cgroup until it is empty.
+// Sweep SIGKILLs every process in the run's cgroup until it is empty.
 // Nothing of the run can leave its cgroup (cgroup.procs files are root's
 // and outside every sandbox's writable paths), setsid escapees included,
 // so an empty cgroup proves the run is gone: one small read instead of a
 // /proc scan whose cost grows with every process on the host.
-func (cg *runCgroup) sweep() error {
-	deadline := time.Now().Add(cgroupSweepTimeout)
+func (cg *Group) Sweep() error {
+	deadline := time.Now().Add(sweepTimeout)
 	for backoff := 100 * time.Microsecond; ; backoff = min(2*backoff, 20*time.Millisecond) {
-		pids, err := cg.killAll()
+		pids, err := cg.KillAll()
 		if err != nil || len(pids) == 0 {
 			return err
 		}
@@ -69,16 +69,16 @@ func (cg *runCgroup) sweep() error {
 	}
 }
 
-// killAll SIGKILLs, once, every process in the run's cgroup and returns
+// KillAll SIGKILLs, once, every process in the run's cgroup and returns
 // the pids it found there (none: the cgroup is empty).
-func (cg *runCgroup) killAll() ([]int, error) {
+func (cg *Group) KillAll() ([]int, error) {
 	pids, err := cg.procs()
 	if err != nil {
 		return nil, err
 	}
 	for _, pid := range pids {
 		if pid == os.Getpid() {
-			// A thread of the worker itself (cgroup_v1_born.go): moved
+			// A thread of the worker itself (v1_born.go): moved
 			// out, never signalled.
 			if err := cg.evictOwnThreads(); err != nil {
 				return pids, err
@@ -94,7 +94,7 @@ func (cg *runCgroup) killAll() ([]int, error) {
 // process, and the second read of cgroup.procs proves that the process
 // behind the pid, if any, is in this cgroup (a pid reused outside it
 // since the first read is left alone).
-func (cg *runCgroup) kill(pid int) {
+func (cg *Group) kill(pid int) {
 	fd, err := unix.PidfdOpen(pid, 0)
 	if err != nil {
 		if errors.Is(err, unix.ENOSYS) {

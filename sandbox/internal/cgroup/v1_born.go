@@ -1,4 +1,4 @@
-package sandbox
+package cgroup
 
 import (
 	"bytes"
@@ -11,7 +11,7 @@ import (
 )
 
 // On cgroup v2 an init is cloned straight into its cgroup (CLONE_INTO_CGROUP,
-// startInit's CgroupFD). cgroup v1 has no such clone, and moving a process
+// a CgroupFD on V2Dir). cgroup v1 has no such clone, and moving a process
 // in through cgroup.procs takes the kernel's threadgroup lock for writing,
 // which waits for an RCU grace period: 5–10 ms on a host that has been
 // idle (measured here: a cold run's attach 7.5 ms after 30 ms of idleness,
@@ -19,7 +19,7 @@ import (
 // thread ("0" written to a v1 `tasks` file) skips that lock (the kernel
 // needs no threadgroup stability for current) and costs ~0.2 ms; a child
 // cloned by the thread is born in the thread's cgroups. So the launching
-// thread (locked to its goroutine: startInit's contract) steps into the
+// thread (locked to its goroutine: CloneInside's contract) steps into the
 // run's cgroups, clones the init there, and steps back.
 //
 // What keeps this from leaking anything of the worker into a sandbox's
@@ -28,13 +28,13 @@ import (
 //     faults in is charged to the cgroup of its thread-group leader, so
 //     the leader must never be inside a run's cgroup (the plain attach is
 //     used then);
-//   - only where the move back was proven to work (detectCgroups moves a
+//   - only where the move back was proven to work (Detect moves a
 //     thread into the worker's own cgroups once: v1ThreadMove);
 //   - after the step back, each run cgroup's `tasks` must hold the init
 //     alone: a thread of this process found there (the Go runtime may
 //     clone a new thread from the launching one meanwhile) is moved back
 //     with the slow write before anything else happens;
-//   - and the sweep never signals this process (cgroup_sweep.go), moving
+//   - and the sweep never signals this process (sweep.go), moving
 //     such a thread back instead.
 
 // v1ThreadMove reports whether the calling thread can be moved into
@@ -49,11 +49,11 @@ func v1ThreadMove(parents map[string]string) bool {
 	return true
 }
 
-// cloneInside runs start (the init's clone) with the calling thread inside
+// CloneInside runs start (the init's clone) with the calling thread inside
 // cg's v1 cgroups, so that the init is born in them, and reports whether it
 // was (false: start ran outside, the init needs its attach). The caller's
 // goroutine is locked to its thread.
-func (cg *runCgroup) cloneInside(start func() error) (born bool, err error) {
+func (cg *Group) CloneInside(start func() error) (born bool, err error) {
 	if cg == nil || cg.version != 1 || !cg.threadMove || unix.Gettid() == os.Getpid() {
 		return false, start()
 	}
@@ -91,7 +91,7 @@ func (cg *runCgroup) cloneInside(start func() error) (born bool, err error) {
 
 // evictOwnThreads moves every thread of this process found in cg's v1
 // cgroups back to the worker's own (the slow write: by tid).
-func (cg *runCgroup) evictOwnThreads() error {
+func (cg *Group) evictOwnThreads() error {
 	if cg == nil || cg.version != 1 {
 		return nil
 	}
