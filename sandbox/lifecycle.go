@@ -5,6 +5,8 @@ import (
 	"errors"
 	"os"
 	"sync"
+
+	"github.com/warrenhq/warren/sandbox/internal/ident"
 )
 
 // ErrClosed means Start was called on a Runner after Close.
@@ -58,7 +60,7 @@ func (r *Runner) setupHost() {
 	r.hostOnce.Do(func() {
 		r.cgroups = detectCgroups()
 		if os.Geteuid() == 0 {
-			r.pool = sharedUIDPool(r.cfg.UIDBase, r.cfg.UIDCount)
+			r.pool = ident.SharedPool(r.cfg.UIDBase, r.cfg.UIDCount)
 		}
 	})
 }

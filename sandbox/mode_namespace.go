@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/warrenhq/warren/sandbox/initproc"
+	"github.com/warrenhq/warren/sandbox/internal/ident"
 	"golang.org/x/sys/unix"
 )
 
@@ -342,7 +343,7 @@ func (r *Runner) releaseUID(uid uint32, scratch string, cg *runCgroup) error {
 	if r.pool == nil {
 		return nil
 	}
-	return r.pool.release(uid, func(uid uint32) error {
+	return r.pool.Release(uid, func(uid uint32) error {
 		// Every process of the run is in its cgroup (it cannot leave: the
 		// cgroup fs is not in its view), so an empty cgroup proves they are
 		// gone; without one, scan /proc for live processes of the uid
@@ -357,7 +358,7 @@ func (r *Runner) releaseUID(uid uint32, scratch string, cg *runCgroup) error {
 				if !cg.empty() {
 					err = errors.New("processes left in the run's cgroup")
 				}
-			} else if pids, perr := livePIDsOfUID(uid); perr != nil {
+			} else if pids, perr := ident.LivePIDs(uid); perr != nil {
 				err = perr
 			} else if len(pids) > 0 {
 				err = fmt.Errorf("processes of uid %d still alive: %v", uid, pids)
