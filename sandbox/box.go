@@ -86,7 +86,7 @@ func (r *Runner) acquireIdentity() (uid, gid uint32, err error) {
 	if r.pool == nil {
 		return uint32(os.Getuid()), uint32(os.Getgid()), nil
 	}
-	u, err := r.pool.acquire()
+	u, err := r.pool.Acquire()
 	if err != nil {
 		return 0, 0, &SetupError{Step: "acquire sandbox uid", Err: err}
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/warrenhq/warren/sandbox/internal/ident"
 )
 
 // TestCgroupNamesAreUniqueAndOwned: a run in a caller's home is named
@@ -52,7 +53,7 @@ func TestRunsInCallersHomesOfOneNameUnderOneUID(t *testing.T) {
 		r.setupHost()
 		// Pools of the test's own without host-wide leases: the two hand
 		// out the same uid, as a released lease does.
-		r.pool = newUIDPool(base, 1)
+		r.pool = ident.NewPool(base, 1, "")
 		return r
 	}
 	ra, rb := runner(), runner()

@@ -64,7 +64,7 @@
 // One task's path (auto, namespaces available): Run (sandbox.go) →
 // runAuto (mode_auto.go) → runIsolated (run.go): namespaceMode.validate
 // and warmKey (mode_namespace.go, spec_validate.go, warm_key.go) →
-// takeWarm (warm_pool.go); cold: runCold → acquire (box.go: uidpool.go,
+// takeWarm (warm_pool.go); cold: runCold → acquire (box.go: internal/ident,
 // scratch.go, namespaceMode.prepare, internal/cgroup) → namespaceMode.task
 // (env.go, rlimits.go, landlock_policy_linux.go, host_paths.go, hide.go) →
 // launchInit (init_launch.go; the init itself is sandbox/initproc) →

@@ -3,6 +3,8 @@ package sandbox
 import (
 	"errors"
 	"fmt"
+
+	"github.com/warrenhq/warren/sandbox/internal/ident"
 )
 
 var (
@@ -14,6 +16,14 @@ var (
 	ErrInsecureRefused = errors.New("sandbox: isolation none refused; start the worker with --insecure-no-isolation to allow it")
 	// ErrInvalidSpec means the spec itself is unusable (empty argv, bad path).
 	ErrInvalidSpec = errors.New("sandbox: invalid spec")
+	// ErrUIDPoolExhausted means every uid of the configured range is in use or
+	// quarantined; the command was not run.
+	ErrUIDPoolExhausted = ident.ErrPoolExhausted
+	// ErrUIDRangeUnmapped means the sandbox uid range of a root worker is not
+	// (entirely) mapped in the worker's user namespace, so no file can be
+	// given to those ids (chown fails with EINVAL) and no process can run as
+	// them. The error names the map and the fix.
+	ErrUIDRangeUnmapped = ident.ErrRangeUnmapped
 )
 
 // SetupError reports a failed setup step. The command never ran.

@@ -110,7 +110,7 @@ func TestFailedWarmSetupIsDiscarded(t *testing.T) {
 	require.NoError(t, r.Close())
 	require.Empty(t, scratchDirs(t, r), "failed and closed warm sandboxes leave nothing")
 	if r.pool != nil {
-		require.Empty(t, r.pool.quarantinedUIDs())
+		require.Empty(t, r.pool.Quarantined())
 	}
 }
 
@@ -136,10 +136,7 @@ func TestCloseKillsAndReleasesWarmSandboxes(t *testing.T) {
 			}
 		}
 		if r.pool != nil {
-			r.pool.mu.Lock()
-			inUse := r.pool.inUse[w.uid]
-			r.pool.mu.Unlock()
-			require.False(t, inUse, "uid %d released", w.uid)
+			require.False(t, r.pool.InUse(w.uid), "uid %d released", w.uid)
 		}
 	}
 	require.Empty(t, scratchDirs(t, r))
@@ -244,7 +241,7 @@ func TestWarmLandlockSandboxes(t *testing.T) {
 		require.NoDirExists(t, w.home.path)
 	}
 	if r.pool != nil {
-		require.Empty(t, r.pool.quarantinedUIDs())
+		require.Empty(t, r.pool.Quarantined())
 	}
 }
 

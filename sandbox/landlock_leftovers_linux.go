@@ -3,6 +3,7 @@ package sandbox
 import (
 	"os"
 
+	"github.com/warrenhq/warren/sandbox/internal/ident"
 	"golang.org/x/sys/unix"
 )
 
@@ -29,7 +30,7 @@ func killUID(uid uint32) {
 	if uid == uint32(os.Getuid()) {
 		return
 	}
-	live, _, err := uidProcesses(uid)
+	live, _, err := ident.Processes(uid)
 	if err != nil {
 		return
 	}

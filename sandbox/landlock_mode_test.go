@@ -14,6 +14,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/warrenhq/warren/sandbox/internal/cgroup"
+	"github.com/warrenhq/warren/sandbox/internal/ident"
 	"github.com/warrenhq/warren/sandbox/sandboxtest"
 	"golang.org/x/sys/unix"
 )
@@ -31,8 +32,7 @@ func llRunner(t *testing.T, base uint32) *Runner {
 		// test processes (another package's suite, another copy of this
 		// one) running sandboxes as root at the same time must never get
 		// the same uid, or one's uid sweep kills the other's task.
-		r.pool = newUIDPool(base, 4)
-		r.pool.lockDir = uidLockDir
+		r.pool = ident.NewPool(base, 4, ident.LockDir)
 	}
 	return r
 }
@@ -145,10 +145,10 @@ func TestLandlockModeSweepsSetsidEscapee(t *testing.T) {
 			require.Equal(t, tc.cgroups, strings.HasPrefix(res.ResourceLimits, "cgroup"), res.ResourceLimits)
 			uid, err := strconv.Atoi(strings.TrimSpace(out))
 			require.NoError(t, err, out)
-			pids, err := livePIDsOfUID(uint32(uid))
+			pids, err := ident.LivePIDs(uint32(uid))
 			require.NoError(t, err)
 			require.Empty(t, pids, "the escapee must be swept")
-			require.Empty(t, r.pool.quarantinedUIDs())
+			require.Empty(t, r.pool.Quarantined())
 		})
 	}
 }
@@ -162,9 +162,9 @@ func TestLandlockModeQuarantinesUnverifiedUID(t *testing.T) {
 	}
 	exclusiveUIDs(t, 1_900_100_300) // the test counts every uid of its range
 	r := llRunner(t, 1_900_100_300)
-	stuck, err := r.pool.acquire()
+	stuck, err := r.pool.Acquire()
 	require.NoError(t, err)
-	clean, err := r.pool.acquire()
+	clean, err := r.pool.Acquire()
 	require.NoError(t, err)
 
 	home := llTempDir(t, 0o700) + "/home"
@@ -179,10 +179,10 @@ func TestLandlockModeQuarantinesUnverifiedUID(t *testing.T) {
 
 	require.Error(t, r.landlockTeardown(scratchDir{path: home, owned: true}, stuck, nil), "an unremovable home must fail the teardown check")
 	require.NoError(t, r.landlockTeardown(scratchDir{}, clean, nil))
-	require.Contains(t, r.pool.quarantinedUIDs(), stuck)
+	require.Contains(t, r.pool.Quarantined(), stuck)
 	seen := map[uint32]bool{}
 	for range 4 {
-		u, err := r.pool.acquire()
+		u, err := r.pool.Acquire()
 		if err != nil {
 			require.ErrorIs(t, err, ErrUIDPoolExhausted)
 			break

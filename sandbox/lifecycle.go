@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/warrenhq/warren/sandbox/internal/cgroup"
+	"github.com/warrenhq/warren/sandbox/internal/ident"
 )
 
 // ErrClosed means Start was called on a Runner after Close.
@@ -60,7 +61,7 @@ func (r *Runner) setupHost() {
 	r.hostOnce.Do(func() {
 		r.cgroups = cgroup.Detect()
 		if os.Geteuid() == 0 {
-			r.pool = sharedUIDPool(r.cfg.UIDBase, r.cfg.UIDCount)
+			r.pool = ident.SharedPool(r.cfg.UIDBase, r.cfg.UIDCount)
 		}
 	})
 }

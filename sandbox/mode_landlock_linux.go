@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/warrenhq/warren/sandbox/internal/cgroup"
+	"github.com/warrenhq/warren/sandbox/internal/ident"
 	"golang.org/x/sys/unix"
 )
 
@@ -183,7 +184,7 @@ func (r *Runner) landlockTeardown(home scratchDir, uid uint32, cg *cgroup.Group)
 		}
 	}
 	if r.pool != nil {
-		errs = append(errs, r.pool.release(uid, func(uid uint32) error {
+		errs = append(errs, r.pool.Release(uid, func(uid uint32) error {
 			if !swept {
 				return fmt.Errorf("processes of uid %d survived the sweep", uid)
 			}
@@ -215,7 +216,7 @@ func landlockSweepUID(uid uint32) error {
 	}
 	deadline := time.Now().Add(landlockSweepTimeout)
 	for backoff := time.Millisecond; ; backoff = min(2*backoff, 50*time.Millisecond) {
-		live, zombies, err := uidProcesses(uid)
+		live, zombies, err := ident.Processes(uid)
 		if err != nil {
 			return err
 		}

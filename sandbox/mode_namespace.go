@@ -13,6 +13,7 @@ import (
 
 	"github.com/warrenhq/warren/sandbox/initproc"
 	"github.com/warrenhq/warren/sandbox/internal/cgroup"
+	"github.com/warrenhq/warren/sandbox/internal/ident"
 	"golang.org/x/sys/unix"
 )
 
@@ -343,7 +344,7 @@ func (r *Runner) releaseUID(uid uint32, scratch string, cg *cgroup.Group) error 
 	if r.pool == nil {
 		return nil
 	}
-	return r.pool.release(uid, func(uid uint32) error {
+	return r.pool.Release(uid, func(uid uint32) error {
 		// Every process of the run is in its cgroup (it cannot leave: the
 		// cgroup fs is not in its view), so an empty cgroup proves they are
 		// gone; without one, scan /proc for live processes of the uid
@@ -358,7 +359,7 @@ func (r *Runner) releaseUID(uid uint32, scratch string, cg *cgroup.Group) error 
 				if !cg.Empty() {
 					err = errors.New("processes left in the run's cgroup")
 				}
-			} else if pids, perr := livePIDsOfUID(uid); perr != nil {
+			} else if pids, perr := ident.LivePIDs(uid); perr != nil {
 				err = perr
 			} else if len(pids) > 0 {
 				err = fmt.Errorf("processes of uid %d still alive: %v", uid, pids)

@@ -170,7 +170,7 @@ func TestNothingIsLeftBehind(t *testing.T) {
 	require.NoError(t, err)
 	require.NotContains(t, string(mi), scratch, "no mount left on the host")
 	if r.pool != nil {
-		require.Empty(t, r.pool.quarantinedUIDs(), "teardown was verified")
+		require.Empty(t, r.pool.Quarantined(), "teardown was verified")
 	}
 	if r.cgroups.Version != 0 {
 		for _, parent := range r.cgroups.Parents() {
@@ -254,6 +254,6 @@ func TestPrestartedInitsRunLikeColdOnes(t *testing.T) {
 	require.True(t, o.res.TimedOut)
 	require.Empty(t, pidsWithArg(t, m))
 	if r.pool != nil {
-		require.Empty(t, r.pool.quarantinedUIDs())
+		require.Empty(t, r.pool.Quarantined())
 	}
 }

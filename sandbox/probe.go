@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/warrenhq/warren/sandbox/internal/cgroup"
+	"github.com/warrenhq/warren/sandbox/internal/ident"
 	"golang.org/x/sys/unix"
 )
 
@@ -150,7 +151,7 @@ func uidRangeCheck(cfg Config) Check {
 	}
 	c.OK = true
 	c.Detail = fmt.Sprintf("%d..%d", cfg.UIDBase, uint64(cfg.UIDBase)+uint64(cfg.UIDCount)-1)
-	if m, err := readIDMap(uidMapPath); err == nil {
+	if m, err := ident.ReadMap(ident.UIDMapPath); err == nil {
 		c.Detail += ", mapped in " + m.String()
 	}
 	return c

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 
+	"github.com/warrenhq/warren/sandbox/internal/ident"
 	"golang.org/x/sys/unix"
 )
 
@@ -23,7 +24,7 @@ func setupFix(err error) string {
 	case errors.Is(err, ErrScratchRootNotPrivate):
 		return "the default scratch root is not this user's own: remove it (as its owner), or pass --scratch-root"
 	case errors.As(err, &se) && strings.HasPrefix(se.Step, "chown") && errors.Is(err, unix.EINVAL):
-		m, _ := readIDMap(uidMapPath)
+		m, _ := ident.ReadMap(ident.UIDMapPath)
 		return "the sandbox uid is not mapped in this user namespace (" + m.String() + "): " + uidRangeFix
 	case errors.As(err, &se) && errors.Is(err, unix.EACCES):
 		return "the sandbox uid cannot reach a path it needs (" + se.Path + "): make the scratch root and toolchain paths and their parents world-searchable (o+x)"

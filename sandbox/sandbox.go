@@ -12,6 +12,7 @@ import (
 
 	"github.com/rs/zerolog"
 	"github.com/warrenhq/warren/sandbox/internal/cgroup"
+	"github.com/warrenhq/warren/sandbox/internal/ident"
 )
 
 // Config configures a Runner. The zero value plus defaults is a runner in
@@ -46,7 +47,7 @@ type Config struct {
 	// a container; inside a user namespace that maps fewer ids (a
 	// container mapping 0..65535) the top of the mapped ids, skipping ids
 	// below 1000, 65534/65535 and ids named in /etc/passwd or /etc/group
-	// (chooseUIDRange has the rule).
+	// (ident.ChooseRange has the rule).
 	UIDBase uint32
 	// UIDCount is the size of that range; it bounds the number of
 	// concurrent runs of a root worker. Defaults to DefaultUIDCount (the
@@ -85,8 +86,8 @@ type Config struct {
 
 // Default sandbox uid range of a root worker.
 const (
-	DefaultUIDBase  = 1_900_000_000
-	DefaultUIDCount = 1024
+	DefaultUIDBase  = ident.DefaultBase
+	DefaultUIDCount = ident.DefaultCount
 )
 
 // DefaultLimits apply where neither the spec nor Config.Defaults set a limit.
@@ -145,7 +146,7 @@ func (c Config) validate() error {
 }
 
 // resolveUIDRange sets UIDBase and UIDCount to the range a root worker
-// uses (workerUIDRange); for an ordinary worker, which has no range, to
+// uses (ident.WorkerRange); for an ordinary worker, which has no range, to
 // the defaults.
 func (c *Config) resolveUIDRange() error {
 	if os.Geteuid() != 0 {
@@ -153,11 +154,11 @@ func (c *Config) resolveUIDRange() error {
 		c.UIDCount = cmp.Or(c.UIDCount, DefaultUIDCount)
 		return nil
 	}
-	r, err := workerUIDRange(c.UIDBase, c.UIDCount)
+	r, err := ident.WorkerRange(c.UIDBase, c.UIDCount)
 	if err != nil {
 		return fmt.Errorf("sandbox config: UIDBase/UIDCount: %w", err)
 	}
-	c.UIDBase, c.UIDCount = r.base, r.count
+	c.UIDBase, c.UIDCount = r.Base, r.Count
 	return nil
 }
 
@@ -185,7 +186,7 @@ type Runner struct {
 	// What the isolated modes share, detected once (setupHost).
 	hostOnce sync.Once
 	cgroups  cgroup.Support
-	pool     *uidPool // nil when the worker is not root
+	pool     *ident.Pool // nil when the worker is not root
 	// noLayer leaves the namespace mode's Landlock layer off, so tests
 	// prove the namespace layer's own properties (the layer is proven by
 	// its own tests).

@@ -1,4 +1,4 @@
-package sandbox
+package ident
 
 import (
 	"errors"
@@ -11,21 +11,22 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// ErrUIDPoolExhausted means every uid of the configured range is in use or
-// quarantined; the command was not run.
-var ErrUIDPoolExhausted = errors.New("sandbox: no free sandbox uid (range exhausted or quarantined)")
+// ErrPoolExhausted means every uid of the pool's range is in use or
+// quarantined; the command was not run. Package sandbox exports it as
+// ErrUIDPoolExhausted.
+var ErrPoolExhausted = errors.New("sandbox: no free sandbox uid (range exhausted or quarantined)")
 
-// uidPool hands out dedicated host uids (used as uid and gid) to runs of a
+// Pool hands out dedicated host uids (used as uid and gid) to runs of a
 // root worker. A uid returns to the pool only after its teardown was
 // verified; a uid whose teardown failed is quarantined for the life of the
 // process, since something of that run may still be alive or on disk.
 //
-// With a lock directory (every production pool: uidLockDir) a uid is also
+// With a lock directory (every production pool: LockDir) a uid is also
 // leased host-wide: an flock on <dir>/<uid>, held while the uid is in use
 // (and kept on a quarantined uid), released by the kernel if the worker
 // dies. Two workers on one host with the same range then never run
 // sandboxes as the same uid.
-type uidPool struct {
+type Pool struct {
 	mu          sync.Mutex
 	base, count uint32
 	next        uint32
@@ -36,36 +37,40 @@ type uidPool struct {
 	leases      map[uint32]*os.File // held flocks, by uid
 }
 
-// uidLockDir holds the host-wide uid leases of every worker on the host.
-const uidLockDir = "/run/warren/uids"
+// LockDir holds the host-wide uid leases of every worker on the host.
+const LockDir = "/run/warren/uids"
 
 var (
 	poolsMu sync.Mutex
-	pools   = map[[2]uint32]*uidPool{}
+	pools   = map[[2]uint32]*Pool{}
 )
 
-// sharedUIDPool returns the process-wide pool for a range, so that several
-// Runners of one worker never hand out the same uid twice.
-func sharedUIDPool(base, count uint32) *uidPool {
+// SharedPool returns the process-wide pool for a range, leased host-wide
+// in LockDir, so that several Runners of one worker never hand out the
+// same uid twice.
+func SharedPool(base, count uint32) *Pool {
 	poolsMu.Lock()
 	defer poolsMu.Unlock()
 	k := [2]uint32{base, count}
 	if p, ok := pools[k]; ok {
 		return p
 	}
-	p := newUIDPool(base, count)
-	p.lockDir = uidLockDir
+	p := NewPool(base, count, LockDir)
 	pools[k] = p
 	return p
 }
 
-func newUIDPool(base, count uint32) *uidPool {
-	return &uidPool{base: base, count: count, inUse: map[uint32]bool{}, quarantined: map[uint32]error{}, leases: map[uint32]*os.File{}}
+// NewPool returns a pool of its own for uids [base, base+count), leased
+// host-wide in lockDir; "" leases nothing host-wide (tests that want two
+// pools to collide). Production code uses SharedPool.
+func NewPool(base, count uint32, lockDir string) *Pool {
+	return &Pool{base: base, count: count, inUse: map[uint32]bool{}, quarantined: map[uint32]error{}, lockDir: lockDir, leases: map[uint32]*os.File{}}
 }
 
-// acquire returns a free uid, skipping any uid that a host process still
-// runs as (a leftover of a previous worker, say).
-func (p *uidPool) acquire() (uint32, error) {
+// Acquire returns a free uid: not in use, not quarantined and (with a lock
+// directory) not leased by another worker on the host; ErrPoolExhausted
+// when there is none.
+func (p *Pool) Acquire() (uint32, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for range p.count {
@@ -84,11 +89,11 @@ func (p *uidPool) acquire() (uint32, error) {
 		p.inUse[uid] = true
 		return uid, nil
 	}
-	return 0, ErrUIDPoolExhausted
+	return 0, ErrPoolExhausted
 }
 
 // lease takes uid's host-wide lease; false when another process holds it.
-func (p *uidPool) lease(uid uint32) (bool, error) {
+func (p *Pool) lease(uid uint32) (bool, error) {
 	if p.lockDir == "" {
 		return true, nil
 	}
@@ -113,9 +118,9 @@ func (p *uidPool) lease(uid uint32) (bool, error) {
 	return true, nil
 }
 
-// release returns uid once verify (the teardown check) passed; otherwise the
-// uid is quarantined and the verification error returned.
-func (p *uidPool) release(uid uint32, verify func(uid uint32) error) error {
+// Release returns uid once verify (the teardown check) passed; otherwise the
+// uid is quarantined and the verification error returned, wrapped.
+func (p *Pool) Release(uid uint32, verify func(uid uint32) error) error {
 	err := verify(uid)
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -132,8 +137,15 @@ func (p *uidPool) release(uid uint32, verify func(uid uint32) error) error {
 	return nil
 }
 
-// quarantinedUIDs lists the uids withdrawn from use and why.
-func (p *uidPool) quarantinedUIDs() map[uint32]error {
+// InUse reports whether uid is handed out and not released yet.
+func (p *Pool) InUse(uid uint32) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.inUse[uid]
+}
+
+// Quarantined lists the uids withdrawn from use and why.
+func (p *Pool) Quarantined() map[uint32]error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	m := make(map[uint32]error, len(p.quarantined))

@@ -1,4 +1,4 @@
-package sandbox
+package ident
 
 import (
 	"io"
@@ -8,16 +8,16 @@ import (
 	"strings"
 )
 
-// livePIDsOfUID lists the live (non-zombie) processes of uid.
-func livePIDsOfUID(uid uint32) ([]int, error) {
-	live, _, err := uidProcesses(uid)
+// LivePIDs lists the live (non-zombie) processes of uid.
+func LivePIDs(uid uint32) ([]int, error) {
+	live, _, err := Processes(uid)
 	return live, err
 }
 
-// uidProcesses scans /proc once for processes whose real, effective, saved
+// Processes scans /proc once for processes whose real, effective, saved
 // or fs uid is uid, split into live ones and zombies. It reads
 // /proc/<pid>/status, which a non-dumpable process cannot hide.
-func uidProcesses(uid uint32) (live, zombies []int, err error) {
+func Processes(uid uint32) (live, zombies []int, err error) {
 	ents, err := os.ReadDir("/proc")
 	if err != nil {
 		return nil, nil, err

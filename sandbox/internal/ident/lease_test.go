@@ -1,4 +1,4 @@
-package sandbox
+package ident
 
 import (
 	"errors"
@@ -17,34 +17,32 @@ import (
 // control: pools without a lock directory both hand out the first uid.
 func TestUIDLeasesAreHostWide(t *testing.T) {
 	ok := func(uint32) error { return nil }
-	c, d := newUIDPool(7000, 2), newUIDPool(7000, 2)
-	uc, err := c.acquire()
+	c, d := NewPool(7000, 2, ""), NewPool(7000, 2, "")
+	uc, err := c.Acquire()
 	require.NoError(t, err)
-	ud, err := d.acquire()
+	ud, err := d.Acquire()
 	require.NoError(t, err)
 	require.Equal(t, uc, ud, "control: without leases two pools collide")
 
 	dir := t.TempDir()
-	pool := func(base, count uint32) *uidPool {
-		p := newUIDPool(base, count)
-		p.lockDir = dir
-		return p
+	pool := func(base, count uint32) *Pool {
+		return NewPool(base, count, dir)
 	}
 	a, b := pool(7000, 2), pool(7000, 2)
-	ua, err := a.acquire()
+	ua, err := a.Acquire()
 	require.NoError(t, err)
-	ub, err := b.acquire()
+	ub, err := b.Acquire()
 	require.NoError(t, err)
 	require.NotEqual(t, ua, ub)
-	_, err = b.acquire()
-	require.ErrorIs(t, err, ErrUIDPoolExhausted, "the other uid is the first pool's")
-	require.NoError(t, a.release(ua, ok))
-	got, err := b.acquire()
+	_, err = b.Acquire()
+	require.ErrorIs(t, err, ErrPoolExhausted, "the other uid is the first pool's")
+	require.NoError(t, a.Release(ua, ok))
+	got, err := b.Acquire()
 	require.NoError(t, err)
 	require.Equal(t, ua, got, "released: the lease is free for the other worker")
-	require.Error(t, b.release(got, func(uint32) error { return errors.New("teardown not verified") }))
-	_, err = a.acquire()
-	require.ErrorIs(t, err, ErrUIDPoolExhausted, "a quarantined uid keeps its lease")
+	require.Error(t, b.Release(got, func(uint32) error { return errors.New("teardown not verified") }))
+	_, err = a.Acquire()
+	require.ErrorIs(t, err, ErrPoolExhausted, "a quarantined uid keeps its lease")
 
 	// Another process holds 7100's lease (util-linux flock); it dies.
 	if _, err := exec.LookPath("flock"); err != nil {
@@ -55,15 +53,15 @@ func TestUIDLeasesAreHostWide(t *testing.T) {
 	t.Cleanup(func() { _ = holder.Process.Kill(); _ = holder.Wait() })
 	e := pool(7100, 1)
 	require.Eventually(t, func() bool {
-		if u, err := e.acquire(); err == nil {
-			require.NoError(t, e.release(u, ok)) // flock not taken yet
+		if u, err := e.Acquire(); err == nil {
+			require.NoError(t, e.Release(u, ok)) // flock not taken yet
 			return false
 		}
 		return true
 	}, 10*time.Second, 10*time.Millisecond, "the other process's lease is respected")
 	require.NoError(t, holder.Process.Kill())
 	_ = holder.Wait()
-	u, err := e.acquire()
+	u, err := e.Acquire()
 	require.NoError(t, err, "the kernel freed the dead process's lease")
 	require.Equal(t, uint32(7100), u)
 }
