@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"github.com/warrenhq/warren/sandbox/internal/home"
 )
 
 // Config configures a Runner. The zero value plus defaults is a runner in
@@ -109,7 +110,7 @@ const DefaultDisk = 1 << 30
 
 func (c Config) withDefaults() Config {
 	c.Isolation = cmp.Or(c.Isolation, IsolationAuto)
-	c.ScratchRoot = cmp.Or(c.ScratchRoot, defaultScratchRoot())
+	c.ScratchRoot = cmp.Or(c.ScratchRoot, home.DefaultRoot())
 	c.Defaults = c.Defaults.withDefaults(DefaultLimits)
 	c.LandlockMinABI = cmp.Or(c.LandlockMinABI, landlockMinABIDefault)
 	c.InitPath = cmp.Or(c.InitPath, defaultInitPath())
@@ -178,7 +179,7 @@ type Runner struct {
 	cfg  Config
 	init initBinary // the sandbox init (init_binary.go)
 	log  zerolog.Logger
-	// defaultRoot: cfg.ScratchRoot is the per-user default (scratch_root.go).
+	// defaultRoot: cfg.ScratchRoot is the per-user default (home.DefaultRoot).
 	defaultRoot bool
 
 	// What the isolated modes share, detected once (setupHost).
