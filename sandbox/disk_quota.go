@@ -6,6 +6,7 @@ import (
 	"os"
 	"strconv"
 
+	"github.com/warrenhq/warren/sandbox/internal/home"
 	"golang.org/x/sys/unix"
 )
 
@@ -67,16 +68,14 @@ func quotaFor(m mode, caller string, size int64) (diskQuota, error) {
 }
 
 // bound records how s, a fresh home, is bounded and, for quotaHost,
-// mounts its tmpfs of size bytes on the host, owned by the sandbox uid.
-// nosuid and nodev like every writable mount of a sandbox; exec stays
-// allowed (tasks build and run programs in their home).
+// mounts its tmpfs of size bytes on the host, owned by the sandbox uid
+// (home.MountTmpfs).
 func (s *scratchDir) bound(q diskQuota, size int64, uid, gid uint32) error {
 	if q != quotaHost {
 		s.quota, s.size = q, size
 		return nil
 	}
-	data := "mode=0700,size=" + strconv.FormatInt(size, 10) + ",uid=" + fmt.Sprint(uid) + ",gid=" + fmt.Sprint(gid)
-	if err := unix.Mount("warren-home", s.path, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, data); err != nil {
+	if err := home.MountTmpfs(s.path, size, uid, gid); err != nil {
 		return &SetupError{Step: stepDiskQuota, Path: s.path, Err: err}
 	}
 	s.quota, s.size = quotaHost, size
@@ -91,7 +90,7 @@ func (s *scratchDir) resize(size int64) error {
 	if s.quota != quotaHost || size == s.size {
 		return nil
 	}
-	if err := unix.Mount("", s.path, "", unix.MS_REMOUNT|unix.MS_NOSUID|unix.MS_NODEV, "size="+strconv.FormatInt(size, 10)); err != nil {
+	if err := home.ResizeTmpfs(s.path, size); err != nil {
 		return &SetupError{Step: "resize disk quota", Path: s.path, Err: err}
 	}
 	s.size = size
@@ -105,22 +104,11 @@ func (s *scratchDir) unmountQuota() error {
 	if s.quota != quotaHost {
 		return nil
 	}
-	if err := unix.Unmount(s.path, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOENT) {
+	if err := home.UnmountTmpfs(s.path); err != nil {
 		return fmt.Errorf("unmount disk quota %s: %w", s.path, err)
 	}
 	s.quota = quotaNone
 	return nil
-}
-
-// diskFull reports whether the home tmpfs at dir has no block left: the
-// task hit its disk limit (a write failed with ENOSPC, or the last one
-// filled it exactly). Read before teardown.
-func diskFull(dir string) bool {
-	var st unix.Statfs_t
-	if err := unix.Statfs(dir, &st); err != nil {
-		return false
-	}
-	return st.Type == unix.TMPFS_MAGIC && st.Blocks > 0 && st.Bfree == 0
 }
 
 // heldHome is a home its init mounted (quotaInit), reached through an
@@ -177,12 +165,12 @@ func (b *box) fill(spec Spec) error { return b.reached().fill(spec, b.uid, b.gid
 // teardown: whether the disk limit was hit, and the caller's
 // Spec.Finished with the home's directory.
 func (b *box) finished(spec Spec, res *Result) {
-	home := b.reached()
-	if home.quota != quotaNone {
-		res.DiskFull = diskFull(home.path)
+	h := b.reached()
+	if h.quota != quotaNone {
+		res.DiskFull = home.DiskFull(h.path)
 	}
 	if spec.Finished != nil {
-		spec.Finished(home.path)
+		spec.Finished(h.path)
 	}
 }
 

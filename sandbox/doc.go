@@ -278,7 +278,7 @@
 // Binds are not recursive (a mount nested under a source is not carried
 // in: the sandbox's user namespace inherits it locked, and the kernel
 // refuses the bind, which fails as ErrSubmounts naming the mounts and the
-// fix, submounts.go) and never follow a symlink: sources are resolved by the worker, then
+// fix, internal/home/submounts.go) and never follow a symlink: sources are resolved by the worker, then
 // opened with openat2(RESOLVE_NO_SYMLINKS) and bound through that fd, and
 // mount points are created in the new root component by component without
 // following symlinks. Spec.Files are written through os.Root, so links the

@@ -6,6 +6,7 @@ import (
 	"syscall"
 
 	"github.com/warrenhq/warren/sandbox/initproc"
+	"github.com/warrenhq/warren/sandbox/internal/home"
 )
 
 // The worker side of the init's wire format (package initproc is the init
@@ -45,7 +46,7 @@ func setupErrorOf(f initFailure) *SetupError {
 		err = syscall.Errno(f.Errno)
 	}
 	if string(f.Step) == "bind" && errors.Is(err, syscall.EINVAL) {
-		err = explainBind(string(f.Step), f.Path, err, readMountinfo())
+		err = home.ExplainBind(string(f.Step), f.Path, err, home.ReadMountinfo())
 	}
 	return &SetupError{Step: string(f.Step), Path: f.Path, Err: err}
 }

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/warrenhq/warren/sandbox/initproc"
+	"github.com/warrenhq/warren/sandbox/internal/seccomp"
 )
 
 // landlockMinABIDefault is the ABI floor: 6 brings TCP rules (4), device
@@ -63,7 +64,7 @@ func newLandlockPolicy(v landlockView) *landlockPolicy {
 		ReadWrite:      append([]string{v.Home}, v.Writable...),
 		DenyTCPConnect: none,
 		AllowTCPBind:   !none && v.OwnNetwork,
-		Seccomp:        (&seccompPolicy{AllowInet: !none, AllowUnix: v.UnixSockets}).assembled(),
+		Seccomp:        seccomp.Program(seccomp.Options{AllowInet: !none, AllowUnix: v.UnixSockets}),
 	}
 	if v.PrivateRoot {
 		// READ_DIR only: `ls /` and `ls /dev` work; reading or executing a

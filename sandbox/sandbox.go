@@ -12,6 +12,7 @@ import (
 
 	"github.com/rs/zerolog"
 	"github.com/warrenhq/warren/sandbox/internal/cgroup"
+	"github.com/warrenhq/warren/sandbox/internal/home"
 	"github.com/warrenhq/warren/sandbox/internal/ident"
 )
 
@@ -111,7 +112,7 @@ const DefaultDisk = 1 << 30
 
 func (c Config) withDefaults() Config {
 	c.Isolation = cmp.Or(c.Isolation, IsolationAuto)
-	c.ScratchRoot = cmp.Or(c.ScratchRoot, defaultScratchRoot())
+	c.ScratchRoot = cmp.Or(c.ScratchRoot, home.DefaultRoot())
 	c.Defaults = c.Defaults.withDefaults(DefaultLimits)
 	c.LandlockMinABI = cmp.Or(c.LandlockMinABI, landlockMinABIDefault)
 	c.InitPath = cmp.Or(c.InitPath, defaultInitPath())
@@ -180,7 +181,7 @@ type Runner struct {
 	cfg  Config
 	init initBinary // the sandbox init (init_binary.go)
 	log  zerolog.Logger
-	// defaultRoot: cfg.ScratchRoot is the per-user default (scratch_root.go).
+	// defaultRoot: cfg.ScratchRoot is the per-user default (home.DefaultRoot).
 	defaultRoot bool
 
 	// What the isolated modes share, detected once (setupHost).

@@ -2,89 +2,26 @@ package sandbox
 
 import (
 	"errors"
-	"fmt"
-	"io/fs"
 	"os"
-	"path/filepath"
-	"strconv"
 	"syscall"
+
+	"github.com/warrenhq/warren/sandbox/internal/home"
 )
 
 // ErrScratchRootNotPrivate means the default scratch root exists but is
 // not this user's own private directory (owned by another user, a
 // symlink, or writable by others): it is refused, never used or fixed up.
-var ErrScratchRootNotPrivate = errors.New("sandbox: the scratch root is not private to this user")
+var ErrScratchRootNotPrivate = home.ErrRootNotPrivate
 
-// defaultScratchRoot is the scratch root of a Runner without
-// Config.ScratchRoot: one per user ($TMPDIR/warren-sandboxes-<euid>), so
-// root and ordinary users on one host never share one.
-func defaultScratchRoot() string {
-	return filepath.Join(os.TempDir(), "warren-sandboxes-"+strconv.Itoa(os.Geteuid()))
-}
-
-// legacyScratchRoot is the shared default of earlier versions; a Runner
-// on the default root still sweeps what dead workers of this user left
-// there.
-func legacyScratchRoot() string { return filepath.Join(os.TempDir(), "warren-sandboxes") }
-
-// privateScratchMode is the mode of the default scratch root: 0700, or
-// 0711 for root, whose sandbox uids must traverse it to their own
-// directory (they still cannot list it).
-func privateScratchMode() fs.FileMode {
-	if os.Geteuid() == 0 {
-		return 0o711
-	}
-	return 0o700
-}
-
-// makeScratchRoot creates the scratch root. An explicit one (the
-// operator's choice) is created as needed, 0711; the default one must be
-// this user's own: created with privateScratchMode, or, when it exists, a
-// real directory owned by this user and writable by no one else (its mode
-// is then set to privateScratchMode), else ErrScratchRootNotPrivate.
+// makeScratchRoot creates the scratch root (home.MakeRoot; explicit: the
+// operator chose it); a failed step is the SetupError of that step.
 func makeScratchRoot(dir string, explicit bool) error {
-	if explicit {
-		if err := os.MkdirAll(dir, 0o711); err != nil {
-			return &SetupError{Step: "create scratch root", Path: dir, Err: err}
-		}
-		return nil
+	err := home.MakeRoot(dir, explicit)
+	var se *home.StepError
+	if errors.As(err, &se) {
+		return &SetupError{Step: se.Step, Path: se.Path, Err: se.Err}
 	}
-	mode := privateScratchMode()
-	if err := os.Mkdir(dir, mode); err != nil && !errors.Is(err, fs.ErrExist) {
-		return &SetupError{Step: "create scratch root", Path: dir, Err: err}
-	}
-	fi, err := os.Lstat(dir)
-	if err != nil {
-		return &SetupError{Step: "check scratch root", Path: dir, Err: err}
-	}
-	if err := privateDir(fi); err != nil {
-		return &SetupError{Step: "check scratch root", Path: dir, Err: fmt.Errorf("%w: %w; remove it (as its owner) or pass --scratch-root (Config.ScratchRoot)", ErrScratchRootNotPrivate, err)}
-	}
-	if fi.Mode().Perm() != mode {
-		// Ours: the umask may have narrowed it (root's sandbox uids need o+x).
-		if err := os.Chmod(dir, mode); err != nil {
-			return &SetupError{Step: "chmod scratch root", Path: dir, Err: err}
-		}
-	}
-	return nil
-}
-
-// privateDir says why fi is not a directory private to this user.
-func privateDir(fi fs.FileInfo) error {
-	if !fi.IsDir() {
-		return fmt.Errorf("it is not a directory (%s)", fi.Mode().Type())
-	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok {
-		return errors.New("no owner information")
-	}
-	if int(st.Uid) != os.Geteuid() {
-		return fmt.Errorf("it is owned by uid %d, not by this user (uid %d)", st.Uid, os.Geteuid())
-	}
-	if fi.Mode().Perm()&0o022 != 0 {
-		return fmt.Errorf("it is writable by group or others (mode %#o)", fi.Mode().Perm())
-	}
-	return nil
+	return err
 }
 
 // sweepRoots are the scratch roots a Runner sweeps: its own and, on the
@@ -92,9 +29,9 @@ func privateDir(fi fs.FileInfo) error {
 func (r *Runner) sweepRoots() []string {
 	roots := []string{r.cfg.ScratchRoot}
 	if r.defaultRoot {
-		if fi, err := os.Lstat(legacyScratchRoot()); err == nil && fi.IsDir() {
+		if fi, err := os.Lstat(home.LegacyRoot()); err == nil && fi.IsDir() {
 			if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) == os.Geteuid() {
-				roots = append(roots, legacyScratchRoot())
+				roots = append(roots, home.LegacyRoot())
 			}
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/warrenhq/warren/sandbox/internal/home"
 )
 
 // scratchHelper runs one sandbox per isolated mode with the default
@@ -126,7 +127,7 @@ func TestRootAndAnOrdinaryUserShareAHost(t *testing.T) {
 // shared TMPDIR, where anyone may create its name first; one that is not
 // this user's own private directory is refused, never used.
 func TestDefaultScratchRootMustBePrivate(t *testing.T) {
-	mine := privateScratchMode()
+	mine := home.PrivateMode()
 	tests := []struct {
 		name   string
 		make   func(t *testing.T, dir string)
@@ -155,7 +156,7 @@ func TestDefaultScratchRootMustBePrivate(t *testing.T) {
 			}
 			tmp := t.TempDir()
 			t.Setenv("TMPDIR", tmp)
-			dir := defaultScratchRoot()
+			dir := home.DefaultRoot()
 			require.Equal(t, filepath.Join(tmp, "warren-sandboxes-"+strconv.Itoa(os.Geteuid())), dir)
 			tt.make(t, dir)
 			r, err := startedNew(Config{Isolation: IsolationNamespace, InitPath: testInitPath})

@@ -9,65 +9,9 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/warrenhq/warren/sandbox/internal/home"
 	"golang.org/x/sys/unix"
 )
-
-const mountinfoSample = `22 27 0:21 / /proc rw,relatime - proc proc rw
-27 1 8:1 / / rw,relatime - ext4 /dev/root rw
-40 27 0:40 / /tmp rw - tmpfs tmpfs rw
-41 40 0:41 / /tmp/warren-home-a rw - tmpfs tmpfs rw
-42 40 0:42 / /tmp/with\040space rw - tmpfs tmpfs rw
-43 27 0:43 / /tmpx rw - tmpfs tmpfs rw
-44 27 8:2 / /usr/local rw - ext4 /dev/sdb rw
-`
-
-func TestSubmountsOf(t *testing.T) {
-	for _, tt := range []struct {
-		dir  string
-		want []string
-	}{
-		{"/tmp", []string{"/tmp/warren-home-a", "/tmp/with space"}},
-		{"/tmp/", []string{"/tmp/warren-home-a", "/tmp/with space"}},
-		{"/usr", []string{"/usr/local"}},
-		{"/usr/local", nil}, // the mount itself is not under it
-		{"/tmpx", nil},
-		{"/home", nil},
-	} {
-		require.Equal(t, tt.want, submountsOf([]byte(mountinfoSample), tt.dir), tt.dir)
-	}
-	require.Len(t, submountsOf([]byte(mountinfoSample), "/"), 6)
-}
-
-// A bind refused with EINVAL whose source has mounts under it says so,
-// names them and the fix, and still unwraps to EINVAL; any other failure
-// is left as it was.
-func TestExplainBind(t *testing.T) {
-	err := explainBind("bind", "/usr", unix.EINVAL, []byte(mountinfoSample))
-	require.ErrorIs(t, err, ErrSubmounts)
-	require.ErrorIs(t, err, unix.EINVAL)
-	require.ErrorContains(t, err, "/usr/local")
-	require.ErrorContains(t, err, "bind a path without mounts under it")
-
-	many := mountinfoSample
-	for i := range 5 {
-		many += fmt.Sprintf("%d 27 0:9%d / /usr/m%d rw - tmpfs tmpfs rw\n", 50+i, i, i)
-	}
-	require.ErrorContains(t, explainBind("bind", "/usr", unix.EINVAL, []byte(many)), "and 3 more")
-
-	for _, tt := range []struct {
-		step, path string
-		err        error
-	}{
-		{"bind", "/home", unix.EINVAL},      // nothing under it
-		{"bind", "/usr", unix.EACCES},       // another errno
-		{"mount /tmp", "/tmp", unix.EINVAL}, // another step
-		{"bind", "", unix.EINVAL},
-	} {
-		got := explainBind(tt.step, tt.path, tt.err, []byte(mountinfoSample))
-		require.Equal(t, tt.err, got, "%s %s: left as it was", tt.step, tt.path)
-		require.NotErrorIs(t, got, ErrSubmounts)
-	}
-}
 
 // A toolchain path with host mounts under it (/sys/fs here: cgroupfs) is
 // refused by the kernel (binds are not recursive, and a sandbox's user
@@ -75,8 +19,8 @@ func TestExplainBind(t *testing.T) {
 // them and the fix, instead of a bare "invalid argument". The control: a
 // mount without mounts under it binds.
 func TestBindOfAPathWithSubmounts(t *testing.T) {
-	mi := readMountinfo()
-	under := submountsOf(mi, "/sys/fs")
+	mi := home.ReadMountinfo()
+	under := home.SubmountsOf(mi, "/sys/fs")
 	if len(under) == 0 {
 		if os.Getenv("CI") != "" {
 			t.Fatal("no mounts under /sys/fs (cgroupfs) to bind past: CI hosts have them")
@@ -84,7 +28,7 @@ func TestBindOfAPathWithSubmounts(t *testing.T) {
 		t.Skip("this host has no mounts under /sys/fs to bind past")
 	}
 	leaf := under[len(under)-1]
-	require.Empty(t, submountsOf(mi, leaf))
+	require.Empty(t, home.SubmountsOf(mi, leaf))
 	r := nsRunner(t)
 	run := func(path string) (string, error) {
 		var out, errb bytes.Buffer

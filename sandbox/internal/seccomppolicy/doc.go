@@ -4,15 +4,16 @@
 // # Model
 //
 // [Instructions] and [Program] build the filter for this architecture
-// from two choices (inet sockets, AF_UNIX sockets). Package sandbox loads
-// the program; on amd64 it takes it from a table generated from
-// [Program] (`go generate ./sandbox`, command gen) and held to it by a
-// test, so that no binary pays the library's syscall tables at start.
+// from two choices (inet sockets, AF_UNIX sockets). Package
+// sandbox/internal/seccomp hands the program to the init; on amd64 it
+// takes it from a table generated from [Program] (`go generate
+// ./sandbox/internal/seccomp`, command gen) and held to it by a test, so
+// that no binary pays the library's syscall tables at start.
 //
 // # Failure handling
 //
-// An assembly error is returned; sandbox then loads an empty program,
-// which the init refuses: the run fails closed.
+// An assembly error is returned; package seccomp then gives the init an
+// empty program, which the init refuses: the run fails closed.
 //
 // # Limits
 //

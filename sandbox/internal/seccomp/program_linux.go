@@ -1,14 +1,13 @@
-package sandbox
+package seccomp
 
 import (
-	"fmt"
 	"sync"
 
 	"github.com/warrenhq/warren/sandbox/initproc"
-	"golang.org/x/net/bpf"
 )
 
-// seccompPolicy closes what Landlock leaves open: socket families Landlock
+// Options choose the filter a sandbox's init loads. The filter closes
+// what Landlock leaves open: socket families Landlock
 // has no rules for (UDP, raw, netlink, packet, vsock... and, with network
 // none, every inet socket), AF_UNIX sockets unless asked for (Landlock
 // below ABI 9 does not govern connect on pathname sockets: the host's in
@@ -20,59 +19,42 @@ import (
 // deny list over an allow default: anything not named here is the other
 // layers' job. ptrace stays allowed, PTRACE_TRACEME included: debuggers
 // need it, and the worker and slot parents reap what a task makes them
-// trace (doc.go, "The end of a task"), which a filter could not cover in
-// the namespace mode alone anyway.
-type seccompPolicy struct {
+// trace (sandbox/doc.go, "The end of a task"), which a filter could not
+// cover in the namespace mode alone anyway.
+type Options struct {
 	// AllowInet permits AF_INET and AF_INET6 sockets (network loopback).
-	AllowInet bool `json:"allow_inet"`
+	AllowInet bool
 	// AllowUnix permits AF_UNIX sockets (Spec.UnixSockets).
-	AllowUnix bool `json:"allow_unix"`
+	AllowUnix bool
 }
 
 // Where the program comes from is per architecture: on amd64 a table
 // generated from go-seccomp-bpf's assembly of the policy
-// (sandbox/internal/seccomppolicy; zseccomp_table_amd64.go, held to it by
+// (sandbox/internal/seccomppolicy; ztable_amd64.go, held to it by
 // TestSeccompTableIsTheLibrarysAssembly), so no binary linking the
 // sandbox pays the library's syscall tables at start (~0.3 ms of every
 // `warren exec`, `warren sandbox run` and worker start); elsewhere the
-// library assembles it at first use (seccomp_assemble_other.go). Both are
-// seccompProgram.
+// library assembles it at first use (assemble_other.go). Both are
+// program.
 
-// program is the policy's filter as the init loads it.
-func (s *seccompPolicy) program() ([]bpf.RawInstruction, error) { return seccompProgram(*s) }
-
-// instructions is the loaded program disassembled (tests run it in a BPF
-// interpreter).
-func (s *seccompPolicy) instructions() ([]bpf.Instruction, error) {
-	raw, err := s.program()
-	if err != nil {
-		return nil, err
-	}
-	insts, ok := bpf.Disassemble(raw)
-	if !ok {
-		return nil, fmt.Errorf("seccomp: the program holds instructions x/net/bpf cannot decode")
-	}
-	return insts, nil
-}
-
-// assembled is the program as the init loads it, assembled once per
-// policy (it only depends on the policy's fields and the architecture). An
+// Program is the filter of o as the init loads it, assembled once per
+// Options (it only depends on their fields and the architecture). An
 // assembly error (a bug) yields an empty program, which the init refuses
 // to load: it fails the run closed rather than run without the filter.
-func (s *seccompPolicy) assembled() *initproc.Seccomp {
-	if v, ok := assembledPolicies.Load(*s); ok {
+func Program(o Options) *initproc.Seccomp {
+	if v, ok := assembledPolicies.Load(o); ok {
 		return v.(*initproc.Seccomp)
 	}
-	v, _ := assembledPolicies.LoadOrStore(*s, s.assemble())
+	v, _ := assembledPolicies.LoadOrStore(o, assemble(o))
 	return v.(*initproc.Seccomp)
 }
 
-// assembledPolicies caches assembled programs by seccompPolicy value (a
+// assembledPolicies caches assembled programs by Options value (a
 // handful: one per combination of its booleans).
 var assembledPolicies sync.Map
 
-func (s *seccompPolicy) assemble() *initproc.Seccomp {
-	raw, err := s.program()
+func assemble(o Options) *initproc.Seccomp {
+	raw, err := program(o)
 	if err != nil {
 		return &initproc.Seccomp{}
 	}

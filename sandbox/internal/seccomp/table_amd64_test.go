@@ -1,6 +1,6 @@
 //go:build linux && amd64
 
-package sandbox
+package seccomp
 
 import (
 	"testing"
@@ -11,16 +11,16 @@ import (
 
 // The generated table is go-seccomp-bpf's assembly of each policy, and
 // holds every policy; a change to the policy or the library fails here
-// until `go generate ./sandbox` is run.
+// until `go generate ./sandbox/internal/seccomp` is run.
 func TestSeccompTableIsTheLibrarysAssembly(t *testing.T) {
-	require.Len(t, seccompTable, 4, "one program per seccompPolicy")
+	require.Len(t, table, 4, "one program per Options")
 	for _, inet := range []bool{false, true} {
 		for _, unix := range []bool{false, true} {
 			want, err := seccomppolicy.Program(inet, unix)
 			require.NoError(t, err)
-			got, err := (&seccompPolicy{AllowInet: inet, AllowUnix: unix}).program()
+			got, err := program(Options{AllowInet: inet, AllowUnix: unix})
 			require.NoError(t, err)
-			require.Equal(t, want, got, "inet %t unix %t: the table is stale; run go generate ./sandbox", inet, unix)
+			require.Equal(t, want, got, "inet %t unix %t: the table is stale; run go generate ./sandbox/internal/seccomp", inet, unix)
 		}
 	}
 }
