@@ -36,7 +36,8 @@ tools: ## Install the Go tools the tests run (natscli into $(HOME)/go/bin) if mi
 	fi
 
 # All static (no cgo): no dynamic loader and libc start (its CPU probing
-# alone is ~2 ms of a client command in a VM), pure-Go resolver and user lookup.
+# alone is a visible part of a client command's start in a VM), pure-Go
+# resolver and user lookup.
 build: ## Build bin/warren (the client), bin/warren-host (broker, worker, doctor) and the sandbox binaries beside them
 	CGO_ENABLED=0 $(GO) build -tags client -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/warren
 	CGO_ENABLED=0 $(GO) build -ldflags "$(LDFLAGS)" -o $(dir $(BIN))warren-host ./cmd/warren

@@ -91,8 +91,8 @@ const (
 )
 
 // tenantNameExpr is the rule for tenant names; validTenantName is it as a
-// byte loop (compiling the expression cost every command's start ~0.1
-// ms), held to it by TestTenantNameLoopIsItsExpression.
+// byte loop (compiling the expression would be on every command's
+// start), held to it by TestTenantNameLoopIsItsExpression.
 const tenantNameExpr = `^[a-z0-9][a-z0-9_-]{0,31}$`
 
 func validTenantName(s string) bool {

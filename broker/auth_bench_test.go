@@ -121,7 +121,7 @@ func BenchmarkAuthTLSPublish(b *testing.B) {
 // (scheduler → broker → worker → result → collector) on a broker without
 // auth and on one with accounts, permissions and TLS, alternating rounds
 // in the same run. The runner is the insecure one so that the bus, not the
-// sandbox (~30 tasks/s on 2 cores), is what is measured.
+// sandbox (far slower per task), is what is measured.
 func BenchmarkAuthTLSOverhead(b *testing.B) {
 	plain, secured := benchFleets(b, true)
 	compare(b, plain, secured, 300, true)

@@ -14,10 +14,9 @@ import (
 	"github.com/warrenhq/warren/worker"
 )
 
-// clusterTasks is the batch size of the cluster failure tests: the issue's
-// 2,000 (about 15s per scenario on a loaded 2-core machine), 500 under the
-// race detector (which slows the three in-process nodes about fourfold);
-// -cluster-tasks sets it.
+// clusterTasks is the batch size of the cluster failure tests: 2,000,
+// and 500 under the race detector (which slows the three in-process nodes
+// several times over); -cluster-tasks sets it.
 var clusterTasks = flag.Int("cluster-tasks", defaultClusterTasks(), "tasks per batch in the cluster failure tests")
 
 func defaultClusterTasks() int {

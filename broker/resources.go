@@ -278,8 +278,8 @@ func (r resource) want() jetstream.StreamConfig {
 // setup stamp). A build that changes any resource has another digest.
 //
 // It is a constant, tableDigest's value, so that a client command does
-// not encode the whole table to learn it (~0.2 ms of its start: JSON's
-// first look at each JetStream config type); TestSetupDigestIsTheTables
+// not encode the whole table to learn it (on its start: JSON's first
+// look at each JetStream config type); TestSetupDigestIsTheTables
 // fails, naming the new value, when the table changes.
 func SetupDigest() string { return setupDigest }
 

@@ -1,9 +1,8 @@
 package messages
 
 // pattern is a syntax rule for names, ids and subjects: a loop over the
-// bytes, no regular expression to compile (a command's first task paid
-// ~0.3 ms compiling four of them, on every start of the CLI and of a
-// worker). String is the rule as a regular expression, for messages;
+// bytes, no regular expression to compile (compiling them would be on
+// every start of the CLI and of a worker). String is the rule as a regular expression, for messages;
 // TestPatternsMatchTheirExpressions holds each to it.
 type pattern struct {
 	expr  string

@@ -39,9 +39,9 @@ func containerHelper() int {
 
 // TestRootInAContainerMapping0To65535 is root in a user namespace that
 // maps only ids 0..65535 (a container of Hugging Face's pool hosts): the
-// default uid range 1900000000.. is unmapped there, and every run used to
-// fail at "chown scratch" with EINVAL. Each mode must now run with a
-// dedicated uid inside the mapped range, not 0.
+// default uid range 1900000000.. is unmapped there, so a runner keeping
+// it fails every run at "chown scratch" with EINVAL. Each mode must run
+// with a dedicated uid inside the mapped range, not 0.
 func TestRootInAContainerMapping0To65535(t *testing.T) {
 	sandboxtest.RequireUserNS(t)
 	exe, err := os.Executable()

@@ -225,8 +225,8 @@ func (s *startedInit) finish(ctx context.Context, l initLaunch) (*Result, error)
 	}()
 	cfg := l.cfg
 	if !s.attached && l.cgroup.NeedsAttach(s.bornInCgroup()) {
-		// Attaching waits for an RCU grace period on cgroup v1 (1-10 ms
-		// on a busy host): the init builds its view meanwhile (prepare),
+		// Attaching waits for an RCU grace period on cgroup v1 (much of a
+		// cold start): the init builds its view meanwhile (prepare),
 		// and the task follows once the init is in its cgroup.
 		if err := s.prepare(l.cgroup, &initConfig{Prepare: true, NS: cfg.NS, Landlock: cfg.Landlock}); err != nil {
 			if timedOut.Load() || ctx.Err() != nil {

@@ -66,7 +66,7 @@ func testInit() string {
 		return ""
 	}
 	bin := filepath.Join(dir, initBinaryName)
-	// As `make build` does: static (no cgo, whose start costs ~2 ms).
+	// As `make build` does: static (no cgo, whose start is on every cold run's path).
 	cmd := exec.Command("go", "build", "-o", bin, "github.com/warrenhq/warren/cmd/warren-sandbox-init")
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	out, err := cmd.CombinedOutput()

@@ -75,9 +75,10 @@ func requireOwnerMode(t *testing.T, dir string, uid uint32, mode os.FileMode) {
 }
 
 // TestRootAndAnOrdinaryUserShareAHost: on a host where root has run Warren,
-// an ordinary user's sandboxes used to fail ("open /tmp/warren-sandboxes:
-// permission denied", root's 0711 shared default). Each user now has a
-// scratch root of its own, and root still sweeps the old shared one.
+// an ordinary user's sandboxes run. With one shared default (root's 0711
+// /tmp/warren-sandboxes) they fail ("open /tmp/warren-sandboxes: permission
+// denied"); each user has a scratch root of its own, and root still sweeps
+// the earlier shared one.
 func TestRootAndAnOrdinaryUserShareAHost(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: starts a worker as a second, ordinary user")

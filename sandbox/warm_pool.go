@@ -233,14 +233,13 @@ func (r *Runner) returnWarm(w *warmSandbox) bool {
 }
 
 // The refill's deferral. After a task a slot makes its next task's init
-// (a fork, a Go runtime's start: ~2 ms of CPU), and at once that competes
-// with the end of the task it just ran: the worker storing the result, the
-// broker delivering it, the client reading it and exiting. On a small host
-// that is on a one-off command's path (~1 ms of `warren exec` on two
-// cores, docs/benchmarks.md). So when no other slot of the pool runs a task
+// (a fork, a Go runtime's start), and at once that competes with the end
+// of the task it just ran: the worker storing the result, the broker
+// delivering it, the client reading it and exiting. On a small host that
+// CPU is taken from a one-off command's path (docs/benchmarks.md). So when no other slot of the pool runs a task
 // and another waiting slot has its init made (the next task takes that
 // one: the pool is FIFO), the slot defers its own by refillDelay, until
-// the pool's next take (the host is busy again: refill as before), or
+// the pool's next take (the host is busy again: refill at once), or
 // until a job comes for it first (then it makes the init for that job, as
 // a slot without one does). A busy host refills at once.
 const refillDeferral = 10 * time.Millisecond

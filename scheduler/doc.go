@@ -88,12 +88,11 @@
 // precedes the task's publication), and meanwhile checks the host registry
 // (Hosts: one batch direct get of every entry, not a consumer and a get
 // per host) and looks up what the publication needs. Against a running
-// `warren up`, the ~12 round trips in sequence before the task was
-// published (JetStream check, setup, flush, registry lookup, consumer and
-// get per host, size check, manifest lookup and create, publish) are now
-// one concurrent round, then manifest create and publish; the setup is
-// skipped by cmd/warren's setup stamp, and the manifest's completion runs
-// while the task does.
+// `warren up`, what comes before the task's publication (JetStream check,
+// flush, registry lookup, size check, manifest lookup) is one concurrent
+// round, not a round trip each in sequence, then manifest create and
+// publish; the setup is skipped by cmd/warren's setup stamp, and the
+// manifest's completion runs while the task does.
 //
 // # Limits
 //

@@ -122,7 +122,7 @@ type streamLimits struct {
 
 // streamInfo reads stream's limits and state with one STREAM.INFO
 // request decoded into those fields alone: the stream handle's full info
-// (config, state, cluster) cost a one-off command's start ~0.5 ms of
+// (config, state, cluster) would cost a one-off command's start
 // encoding/json's first look at its types, on the way to its
 // publication. Errors are the handle's: ErrStreamNotFound for a stream
 // that does not exist, ErrJetStreamNotEnabled when nothing answers.

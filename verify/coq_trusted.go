@@ -26,7 +26,7 @@ import (
 // What stays separate: step 2's output goes to files named with the nonce
 // (never into the stream step 3's coqchk summary is parsed from), its
 // exit status to a third file, and coqchk runs only when step 2 exited 0
-// (otherwise the verdict is decided from step 2 alone, as before). Each
+// (otherwise the verdict is decided from step 2 alone). Each
 // program keeps its own CPU and memory limits (prlimit, the sandbox's
 // rlimits are per process); the wall limit covers both steps, so it is
 // twice the profile's per-step limit.

@@ -28,13 +28,12 @@
 // loops share the slots. With one profile a pull waits up to PullWait while
 // it holds its slot. With several, a pull holding a slot never waits
 // (FetchNoWait): otherwise a freed slot would mostly land in an idle
-// profile's long pull and sit there (measured on a 4-profile Coq worker:
-// 0.69 of the direct check's throughput before, 0.92-1.01 after). A profile that found nothing pauses without
+// profile's long pull and sit there, and a worker serving several
+// profiles would lose much of its throughput. A profile that found nothing pauses without
 // a slot, 20 ms doubling up to PullWait, so an idle profile's first task
 // starts within PullWait and a busy profile never waits for a slot that
-// is free. That pause was also what a one-off `warren exec` paid on an
-// idle host (up to PullWait: ~100 ms median half a second after the last
-// task), so once every profile's last pull found nothing, nothing can be
+// is free. On an idle host that pause would be on a one-off `warren
+// exec`'s path (up to PullWait), so once every profile's last pull found nothing, nothing can be
 // starved and the pulls park again: each profile's pull waits holding a
 // free slot, up to 1 s (200 ms in turns when there are more profiles than
 // slots); the first task found ends the parking, and a parked slot comes

@@ -11,9 +11,8 @@ import (
 
 // The doorbell: on an idle worker with more profiles than slots, the
 // parked pulls take turns (rotateWait each), so a profile whose turn it
-// is not has no pull waiting, and a one-off task on it used to wait up to
-// a turn with every slot free (measured: 50–170 ms on a third of `warren
-// exec`s against `warren up --capacity 2` serving three profiles). While
+// is not has no pull waiting, and a one-off task on it would wait up to
+// a turn with every slot free. While
 // such a profile waits for a slot that parked pulls hold, it listens on
 // its own task subjects (a core subscription for one message) and looks
 // once whether its consumer already has a task pending (one published

@@ -35,7 +35,7 @@ func sandboxedRunner(t testing.TB, prestart int) *sandbox.Runner {
 }
 
 // sandboxedTaskCount is how many tasks TestTrivialTasksAtSmallMemoryLimits
-// runs: WARREN_TEST_SANDBOXED_TASKS, else 1,000 (~20 s on 2 cores).
+// runs: WARREN_TEST_SANDBOXED_TASKS, else 1,000.
 func sandboxedTaskCount(t *testing.T) int {
 	if s := os.Getenv("WARREN_TEST_SANDBOXED_TASKS"); s != "" {
 		n, err := strconv.Atoi(s)

@@ -54,7 +54,7 @@ func StartCluster(t testing.TB, n int) *Cluster {
 				Cluster: &embedded.ClusterConfig{Name: "warren-test", Port: routePorts[i], Routes: routes},
 				// As long as start's context: a restarted node recovers its
 				// store before it is ready, which under the race detector on
-				// a loaded 2-core machine took over the 10s default once.
+				// a loaded small machine can take longer than the 10s default.
 				ReadyTimeout: 30 * time.Second,
 			},
 		})

@@ -18,7 +18,7 @@ import (
 	"github.com/warrenhq/warren/broker/embedded"
 )
 
-// nats-server's own errors reach Config.Logger (they used to go nowhere):
+// nats-server's own errors reach Config.Logger (not discarded):
 // a client that breaks the payload limit is logged as an error.
 func TestServerErrorsReachTheLogger(t *testing.T) {
 	var logs syncbuf.Buffer
@@ -55,7 +55,7 @@ func TestServerErrorsReachTheLogger(t *testing.T) {
 }
 
 // A store JetStream cannot use fails Start at once with nats-server's
-// reason (it used to wait out ReadyTimeout and say "not ready").
+// reason, rather than waiting out ReadyTimeout to say "not ready".
 func TestAStoreJetStreamCannotUseFailsStartAtOnce(t *testing.T) {
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "jetstream"), []byte("not a directory"), 0o600))

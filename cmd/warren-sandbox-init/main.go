@@ -3,8 +3,8 @@
 // namespaces to build its view, drop everything and exec the task. It is
 // not meant to be run by hand; `make build` installs it next to `warren`,
 // where the worker finds it. Build it with CGO_ENABLED=0: a static binary
-// starts ~2 ms faster, and that start is on every cold sandbox's critical
-// path. See package sandbox/initproc.
+// starts faster, and that start is on every cold sandbox's critical path.
+// See package sandbox/initproc.
 package main
 
 import (

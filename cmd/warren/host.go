@@ -152,7 +152,7 @@ func (h *host) start(ctx context.Context) error {
 		Logger:        h.log,
 		// One warm sandbox per slot (the worker's default capacity is one
 		// slot per CPU), and one more: after each task a slot makes its
-		// next task's init (2-3 ms), and meanwhile a task finds the spare
+		// next task's init, and meanwhile a task finds the spare
 		// ready (docs/benchmarks.md, "A spare slot").
 		Prestart: min(cmp.Or(h.f.Capacity, runtime.NumCPU())+1, 64),
 	}))

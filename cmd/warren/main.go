@@ -123,11 +123,10 @@ type cli struct {
 // grammar is the command tree args are parsed against and its globals:
 // when args start with a command, the globals and that command only. Kong
 // builds its model of a tree (tags parsed, variables interpolated, every
-// field visited) on each start; for the whole cli that is ~4.5 ms of a
-// client command's ~14 ms (`warren hosts --help` 14.0 ms, `warren sandbox
-// ls --help` on its own tree 9.5 ms), and every command pays it: a
-// `warren exec` or `warren sandbox run`, whose start-up is their latency,
-// most of all. A command is parsed the same in both trees
+// field visited) on each start; for the whole cli that is a large part
+// of a client command's start (docs/benchmarks.md), and every command
+// pays it: a `warren exec` or `warren sandbox run`, whose start-up is
+// their latency, most of all. A command is parsed the same in both trees
 // (TestNarrowGrammarParsesAsTheWholeCLI); anything else (flags before the
 // command, --help alone, a typo) gets the whole tree and its messages.
 func grammar(args []string) (any, *globals) {
@@ -149,9 +148,8 @@ func grammar(args []string) (any, *globals) {
 // start-up and exit are its latency (`warren exec`, `warren sandbox ...`)
 // and whose work is waiting on the broker or a sandbox. It runs on one P:
 // each P caches a span of its own per size class, so a second P has the
-// process touch more fresh heap pages (~100 of a `warren exec`'s ~850
-// page faults, each some µs in a VM, and the exit frees them again);
-// measured, 0.6 ms of a 12.8 ms `warren exec` (docs/benchmarks.md). An
+// process touch more fresh heap pages (each a page fault, dearer in a VM,
+// and the exit frees them again; docs/benchmarks.md). An
 // explicit GOMAXPROCS in the environment is kept. Its main goroutine's
 // stack is sized once, at the start (presizeStack).
 func oneProc(args []string) bool {

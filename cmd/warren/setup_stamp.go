@@ -10,7 +10,7 @@ import (
 
 // The setup stamp: every client command sets the broker up before its
 // work (session.init: a JetStream check and a lookup of each of Warren's
-// streams and buckets, ~2 ms on loopback). Against the broker recorded in
+// streams and buckets: round trips to the broker). Against the broker recorded in
 // --data-dir (the `warren up` or `warren broker` that runs there) a
 // command that did so records it: the server's id, which is new at each
 // start of the server, and broker.SetupDigest, which changes with any

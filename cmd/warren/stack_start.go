@@ -9,8 +9,8 @@ package main
 // frame on it to adjust its pointers (runtime.copystack, adjustframe:
 // pcvalue tables decoded frame by frame). kong's reflection over the
 // command and encoding/json's first look at each type run deep, so a
-// `warren exec` grew its main goroutine five or six times, deep each time:
-// 6 % of its CPU in a profile (runtime.morestack, docs/benchmarks.md). One
+// `warren exec` grows its main goroutine several times, deep each time,
+// a visible share of its CPU (runtime.morestack, docs/benchmarks.md). One
 // frame of presizeFrame bytes makes the runtime size the stack for it in
 // one step, from main's few frames; the stack then stays (a goroutine's
 // stack shrinks only at a collection, and only when it uses a quarter).

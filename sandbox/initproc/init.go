@@ -383,7 +383,7 @@ func dropCred(c *Cred) error {
 // armed at clone time belongs to the init's first thread and is cleared by
 // a credential change; a Go init's locked goroutine may run on another
 // thread, and execve from it keeps that thread's (unset) signal: without
-// this a task outlived a SIGKILLed worker in ~1% of runs
+// this a task can outlive a SIGKILLed worker
 // (TestTaskKeepsParentDeathSignal).
 func armParentDeath() error {
 	if err := unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(unix.SIGKILL), 0, 0, 0); err != nil {

@@ -13,11 +13,10 @@ import (
 // On cgroup v2 an init is cloned straight into its cgroup (CLONE_INTO_CGROUP,
 // a CgroupFD on V2Dir). cgroup v1 has no such clone, and moving a process
 // in through cgroup.procs takes the kernel's threadgroup lock for writing,
-// which waits for an RCU grace period: 5–10 ms on a host that has been
-// idle (measured here: a cold run's attach 7.5 ms after 30 ms of idleness,
-// 2.4 ms back to back), most of a cold start. Moving only the calling
-// thread ("0" written to a v1 `tasks` file) skips that lock (the kernel
-// needs no threadgroup stability for current) and costs ~0.2 ms; a child
+// which waits for an RCU grace period: most of a cold start, longest on a
+// host that has been idle. Moving only the calling thread ("0" written to
+// a v1 `tasks` file) skips that lock (the kernel needs no threadgroup
+// stability for current) and costs a small fraction of that; a child
 // cloned by the thread is born in the thread's cgroups. So the launching
 // thread (locked to its goroutine: CloneInside's contract) steps into the
 // run's cgroups, clones the init there, and steps back.

@@ -32,8 +32,8 @@ type Options struct {
 // generated from go-seccomp-bpf's assembly of the policy
 // (sandbox/internal/seccomppolicy; ztable_amd64.go, held to it by
 // TestSeccompTableIsTheLibrarysAssembly), so no binary linking the
-// sandbox pays the library's syscall tables at start (~0.3 ms of every
-// `warren exec`, `warren sandbox run` and worker start); elsewhere the
+// sandbox builds the library's syscall tables at start (every `warren
+// exec`, `warren sandbox run` and worker start would); elsewhere the
 // library assembles it at first use (assemble_other.go). Both are
 // program.
 
