@@ -62,7 +62,7 @@ func BenchmarkSandboxStart(b *testing.B) {
 	require.NoError(b, exec.Command(bwrap, bargs...).Run())
 
 	warmSpec := Spec{Limits: rWarm.cfg.Defaults}
-	for rWarm.warmReady(namespaceMode{}.warmKey(warmSpec)) < 1 {
+	for rWarm.warm.ready(namespaceMode{}.warmKey(warmSpec)) < 1 {
 		time.Sleep(time.Millisecond)
 	}
 	var plain, full, ns, bw, warm, refill time.Duration
@@ -92,7 +92,7 @@ func BenchmarkSandboxStart(b *testing.B) {
 		warm += t5.Sub(t4)
 		// Let the pool refill before the next iteration, so its cost does
 		// not land on the other variants' timings; reported on its own.
-		for rWarm.warmReady(namespaceMode{}.warmKey(warmSpec)) < 1 {
+		for rWarm.warm.ready(namespaceMode{}.warmKey(warmSpec)) < 1 {
 			time.Sleep(100 * time.Microsecond)
 		}
 		refill += time.Since(t5)

@@ -56,7 +56,7 @@
 // mounts is opened through /proc/<init>/root and filled (box.hold) after
 // the init's prepare phase, in runCold (launchInit's beforeTask) and in
 // warmSandbox.serve; box.finished sets Result.DiskFull and calls
-// Spec.Finished before giveBack in both paths; warmServes (in takeWarm)
+// Spec.Finished before giveBack in both paths; warmServes (in warmPool.take)
 // keeps runs out of warm homes whose bound does not fit; sweepStale
 // unmounts a dead root worker's homes; the init's side is
 // initproc/home_quota.go.
@@ -64,7 +64,7 @@
 // One task's path (auto, namespaces available): Run (sandbox.go) →
 // runAuto (mode_auto.go) → runIsolated (run.go): namespaceMode.validate
 // and warmKey (mode_namespace.go, spec_validate.go, warm_key.go) →
-// takeWarm (warm_pool.go); cold: runCold → acquire (box.go: internal/ident,
+// warmPool.take (warm_pool.go); cold: runCold → acquire (box.go: internal/ident,
 // scratch.go, namespaceMode.prepare, internal/cgroup) → namespaceMode.task
 // (env.go, rlimits.go, landlock_policy_linux.go, host_paths.go, hide.go) →
 // launchInit (init_launch.go; the init itself is sandbox/initproc) →

@@ -22,7 +22,7 @@ func (r *Runner) runIsolated(ctx context.Context, m mode, spec Spec) (*Result, e
 	if err := m.validate(r, spec); err != nil {
 		return nil, err
 	}
-	w, refill := r.takeWarm(spec, m.warmKey(spec))
+	w, refill := r.warm.take(spec, m.warmKey(spec))
 	defer refill()
 	var res *Result
 	var layers Layers

@@ -194,7 +194,7 @@ type Runner struct {
 	noLayer atomic.Bool
 
 	life lifecycle // Start and Close (lifecycle.go)
-	warm warmState // warm sandboxes (warm_pool.go)
+	warm *warmPool // warm sandboxes (warm_pool.go)
 }
 
 // New checks the configuration and returns a Runner. It starts nothing
@@ -219,7 +219,8 @@ func New(cfg Config) (*Runner, error) {
 		return nil, err
 	}
 	r := &Runner{cfg: cfg, init: init, log: cfg.Logger.With().Str("component", "sandbox").Logger(), defaultRoot: !explicitRoot}
-	r.warm.refillDelay = refillDeferral
+	build := func(k warmKey, hook func(*nsConfig)) (*warmSandbox, error) { return newWarm(r, k, hook) }
+	r.warm = newWarmPool(build, r.warmServes, r.log)
 	return r, nil
 }
 

@@ -15,10 +15,10 @@ import (
 
 // primedSlots lists, in the pool's order, whether each waiting slot of the
 // default view has its next task's init made (tests).
-func (r *Runner) primedSlots() []bool {
+func primedSlots(r *Runner) []bool {
 	k := namespaceMode{}.warmKey(Spec{Limits: r.cfg.Defaults})
 	var primed []bool
-	for _, w := range r.warmSandboxes() {
+	for _, w := range r.warm.sandboxes() {
 		if w.key == k {
 			r.warm.mu.Lock()
 			primed = append(primed, w.primed)
@@ -42,21 +42,21 @@ func deferringRunner(t *testing.T, slots int) *Runner {
 }
 
 // deferring counts the default view's slots deferring their refill.
-func (r *Runner) deferring() int {
+func deferring(r *Runner) int {
 	k := namespaceMode{}.warmKey(Spec{Limits: r.cfg.Defaults})
 	r.warm.mu.Lock()
 	defer r.warm.mu.Unlock()
-	return r.warm.pools[k].deferring
+	return r.warm.views[k].deferring
 }
 
 func waitDeferring(t *testing.T, r *Runner, n int, msg string) {
 	t.Helper()
-	require.Eventually(t, func() bool { return r.deferring() == n }, 20*time.Second, 2*time.Millisecond, msg)
+	require.Eventually(t, func() bool { return deferring(r) == n }, 20*time.Second, 2*time.Millisecond, msg)
 }
 
 func waitPrimed(t *testing.T, r *Runner, want []bool, msg string) {
 	t.Helper()
-	require.Eventually(t, func() bool { return slices.Equal(r.primedSlots(), want) }, 20*time.Second, 2*time.Millisecond, msg)
+	require.Eventually(t, func() bool { return slices.Equal(primedSlots(r), want) }, 20*time.Second, 2*time.Millisecond, msg)
 }
 
 // blockedRun starts a task that waits until release is called, then runs
@@ -106,15 +106,15 @@ func TestSlotDefersItsRefillOnAnIdleHost(t *testing.T) {
 	o := runIn(t, r, Spec{Argv: sh(`echo a`)})
 	require.Equal(t, "a\n", o.stdout, o.stderr)
 	waitDeferring(t, r, 1, "the slot that ran A defers its refill")
-	require.Equal(t, []bool{true, false}, r.primedSlots(), "the slot that ran A has no init made")
+	require.Equal(t, []bool{true, false}, primedSlots(r), "the slot that ran A has no init made")
 
 	// B takes the second slot: the first makes its init while B runs.
 	release := blockedRun(t, r, Spec{}, "")
 	waitPrimed(t, r, []bool{true}, "the take of B ended the first slot's deferral")
-	require.Equal(t, 0, r.deferring())
+	require.Equal(t, 0, deferring(r))
 	require.Equal(t, "released\n", release())
 	waitDeferring(t, r, 1, "the slot that ran B defers (the host is idle, the other has its init)")
-	require.Equal(t, []bool{true, false}, r.primedSlots())
+	require.Equal(t, []bool{true, false}, primedSlots(r))
 
 	// C, with a disk limit of its own, takes the first slot; the second,
 	// woken by that take, has its init made while C runs; then the first
@@ -124,7 +124,7 @@ func TestSlotDefersItsRefillOnAnIdleHost(t *testing.T) {
 	out := release()
 	require.Equal(t, "8192", strings.Fields(out)[2], "C's home has its own disk limit: %s", out)
 	waitDeferring(t, r, 1, "the slot that ran C defers")
-	require.Equal(t, []bool{true, false}, r.primedSlots())
+	require.Equal(t, []bool{true, false}, primedSlots(r))
 }
 
 // TestSlotRefillsAtOnceOnABusyHost: a slot back from a task while another
@@ -136,6 +136,6 @@ func TestSlotRefillsAtOnceOnABusyHost(t *testing.T) {
 	o := runIn(t, r, Spec{Argv: sh(`echo c`)}) // the second slot
 	require.Equal(t, "c\n", o.stdout, o.stderr)
 	waitPrimed(t, r, []bool{true, true}, "the slot that ran C refilled at once: another slot runs a task")
-	require.Equal(t, 0, r.deferring())
+	require.Equal(t, 0, deferring(r))
 	require.Equal(t, "released\n", release())
 }

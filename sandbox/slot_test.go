@@ -37,9 +37,9 @@ func waitSlotsFor(t *testing.T, r *Runner, view Spec, n int) []int {
 	t.Helper()
 	view.Limits = view.Limits.withDefaults(r.cfg.Defaults)
 	k := namespaceMode{}.warmKey(view)
-	require.Eventually(t, func() bool { return r.warmReady(k) == n && r.Warm().Starting == 0 }, 20*time.Second, 2*time.Millisecond, "slots ready")
+	require.Eventually(t, func() bool { return r.warm.ready(k) == n && r.Warm().Starting == 0 }, 20*time.Second, 2*time.Millisecond, "slots ready")
 	var pids []int
-	for _, w := range r.warmSandboxes() {
+	for _, w := range r.warm.sandboxes() {
 		if w.key == k {
 			require.NotNil(t, w.slot, "a layered namespace-mode warm sandbox is a slot")
 			pids = append(pids, w.pid)

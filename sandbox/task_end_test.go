@@ -55,7 +55,7 @@ func endEntries(uidBase uint32) []endEntry {
 			r, err := startedNew(Config{Isolation: IsolationLandlock, ScratchRoot: llTempDir(t, 0o711), Prestart: 2, UIDBase: uidBase + 10, UIDCount: 8})
 			require.NoError(t, err)
 			t.Cleanup(func() { require.NoError(t, r.Close()) })
-			require.Eventually(t, func() bool { return r.warmReady(landlockMode{}.warmKey(Spec{})) == 2 }, 20*time.Second, 5*time.Millisecond, "warm pool fills")
+			require.Eventually(t, func() bool { return r.warm.ready(landlockMode{}.warmKey(Spec{})) == 2 }, 20*time.Second, 5*time.Millisecond, "warm pool fills")
 			return r, IsolationLandlock
 		}},
 		{"auto cold", func(t *testing.T) (*Runner, Isolation) {

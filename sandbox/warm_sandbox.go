@@ -29,13 +29,13 @@ type warmSandbox struct {
 	mode mode
 	box
 	pid  int         // the init's host pid
-	key  warmKey     // the pool it goes back to (a slot)
+	key  warmKey     // the view it goes back to (a slot)
 	slot *slotParent // nil: not a slot, the init runs the one task itself
-	// lentFrom is the pool a slot running a task came from; pool the one
-	// it went into when built; primed that, waiting there, it has its
+	// lentFrom is the view a slot running a task came from; builtFor the
+	// one it went into when built; primed that, waiting there, it has its
 	// next task's init made (warm_pool.go, guarded by its mutex).
-	lentFrom *warmPool
-	pool     *warmPool
+	lentFrom *warmView
+	builtFor *warmView
 	primed   bool
 	// parentTasks are a slot parent's own threads before the task, which
 	// the task's process limits count on top of (cgroup.Group.BeginTask).
@@ -60,7 +60,7 @@ type warmOut struct {
 // newWarm builds one warm sandbox for k: the skeleton's acquire, then an
 // init that has built the view and waits for its task. On failure
 // everything it took is given back and the error names the step.
-func (r *Runner) newWarm(k warmKey, hook func(*nsConfig)) (*warmSandbox, error) {
+func newWarm(r *Runner, k warmKey, hook func(*nsConfig)) (*warmSandbox, error) {
 	m := k.mode
 	b, plan, err := r.acquire(m, k.spec(), r.cfg.Defaults, hook)
 	if err != nil {
@@ -193,7 +193,7 @@ func (w *warmSandbox) serveSlot(r *Runner, kill, teardown func()) {
 			}
 			var err error
 			if c, err = w.readyChild(job.l.spec.Limits.Disk, job.l.cfg.Landlock); err != nil {
-				r.unlendWarm(w)
+				r.warm.unlend(w)
 				kill()
 				teardown()
 				job.out <- warmOut{err: err}
@@ -208,11 +208,11 @@ func (w *warmSandbox) serveSlot(r *Runner, kill, teardown func()) {
 		case !w.slotClean():
 			why = "processes of its last task outlived it"
 			r.log.Warn().Uint32("uid", w.uid).Msg("a slot's cgroup still holds processes of its last task after " + releaseGrace.String() + ": the slot is discarded")
-		case !r.returnWarm(w):
+		case !r.warm.putBack(w):
 			why = "its pool is full or gone"
 		}
 		if why != "" {
-			r.unlendWarm(w)
+			r.warm.unlend(w)
 			r.log.Debug().Err(err).Str("why", why).Uint32("uid", w.uid).Msg("slot discarded")
 			kill()
 			teardown()
@@ -225,7 +225,7 @@ func (w *warmSandbox) serveSlot(r *Runner, kill, teardown func()) {
 	if next != nil {
 		next.discard()
 	}
-	r.unlendWarm(w)
+	r.warm.unlend(w)
 	kill()
 	teardown()
 }
@@ -235,7 +235,7 @@ func (w *warmSandbox) serveSlot(r *Runner, kill, teardown func()) {
 // once, or after the refill's deferral (warm_pool.go), or on the job's
 // arrival if it comes first.
 func (w *warmSandbox) awaitJob(r *Runner) (job warmJob, ok bool, next *readyChild) {
-	if d, taken := r.refillWait(w); d > 0 {
+	if d, taken := r.warm.refillWait(w); d > 0 {
 		t := time.NewTimer(d)
 		came := false
 		select {
@@ -245,7 +245,7 @@ func (w *warmSandbox) awaitJob(r *Runner) (job warmJob, ok bool, next *readyChil
 		case <-t.C:
 		}
 		t.Stop()
-		r.refillDone(w)
+		r.warm.refillDone(w)
 		if came {
 			if ok {
 				next = w.nextChild(r, job.l.spec.Limits.Disk, job.l.cfg.Landlock) // the job's own
@@ -263,7 +263,7 @@ func (w *warmSandbox) awaitJob(r *Runner) (job warmJob, ok bool, next *readyChil
 func (w *warmSandbox) prime(r *Runner) *readyChild {
 	c := w.nextChild(r, r.cfg.Defaults.Disk, w.taskPolicy)
 	if c != nil {
-		r.markPrimed(w)
+		r.warm.markPrimed(w)
 	}
 	return c
 }
