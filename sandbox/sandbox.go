@@ -61,9 +61,9 @@ type Config struct {
 	// and whole mount tree built; a warm Landlock-mode one its uid, home,
 	// cgroup and init; both wait for a task, which takes most of the start
 	// cost off a run's critical path. In namespace mode with the Landlock
-	// layer and bounded homes (Defaults.Disk) each is a slot, reused task
-	// after task with fresh pid, IPC and mount namespaces per task (doc.go,
-	// "Slots"); otherwise each serves one run and is replaced in the
+	// layer and bounded homes (Defaults.Disk) each is a template, reused
+	// task after task with fresh pid, IPC and mount namespaces (doc.go,
+	// "Templates"); otherwise each serves one run and is replaced in the
 	// background; each idle one holds a sandbox uid, a scratch directory
 	// and a few MB (and, with Defaults.Disk, a home tmpfs of that size).
 	// Runs whose stdio are *os.File, with Spec.Scratch, or with a disk

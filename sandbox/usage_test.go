@@ -55,9 +55,9 @@ func usageModes() []usageMode {
 			waitWarm(t, r, Spec{}, 1)
 			return r, IsolationNamespace
 		}},
-		{"namespace slot", true, func(t *testing.T) (*Runner, Isolation) {
-			r := slotRunner(t, 1)
-			waitSlots(t, r, 1)
+		{"namespace template", true, func(t *testing.T) (*Runner, Isolation) {
+			r := templateRunner(t, 1)
+			waitTemplates(t, r, 1)
 			return r, IsolationNamespace
 		}},
 		{"namespace without cgroup", false, func(t *testing.T) (*Runner, Isolation) { return noCgroups(nsRunner(t)), IsolationNamespace }},

@@ -45,8 +45,8 @@ type warmPool struct {
 	// viewHook edits a warm view before it is built (tests: a setup that
 	// fails).
 	viewHook func(*nsConfig)
-	// refillDelay is how long a slot defers its next init while another
-	// slot of its pool has one made (refillDeferral; tests change it
+	// refillDelay is how long a template defers its next init while another
+	// template of its pool has one made (refillDeferral; tests change it
 	// before Start).
 	refillDelay time.Duration
 }
@@ -56,12 +56,12 @@ type warmPool struct {
 type warmView struct {
 	ready    chan *warmSandbox
 	starting int
-	// lent counts its slots running a task: they come back (putBack),
+	// lent counts its templates running a task: they come back (putBack),
 	// so a refill counts them as the view's.
 	lent int
-	// primed counts its waiting slots whose next task's init is made
+	// primed counts its waiting templates whose next task's init is made
 	// (warmSandbox.primed); taken is closed (and replaced) at the next
-	// take, for the slots that defer their refill (refillWait), which
+	// take, for the templates that defer their refill (refillWait), which
 	// deferring counts.
 	primed    int
 	taken     chan struct{}
@@ -126,7 +126,7 @@ func (ws *warmPool) take(spec Spec, k warmKey) (w *warmSandbox, refill func()) {
 	p.used = time.Now()
 	select {
 	case w = <-p.ready:
-		if w.slot != nil {
+		if w.template != nil {
 			p.lent++
 			w.lentFrom = p
 			if w.primed {
@@ -235,7 +235,7 @@ func (ws *warmPool) prestart(k warmKey) bool {
 	return true
 }
 
-// putBack offers a slot back to its view after a task; false when the
+// putBack offers a template back to its view after a task; false when the
 // view is gone (evicted, closed) or full: the caller then discards it.
 func (ws *warmPool) putBack(w *warmSandbox) bool {
 	ws.mu.Lock()
@@ -249,19 +249,20 @@ func (ws *warmPool) putBack(w *warmSandbox) bool {
 	return true
 }
 
-// The refill's deferral. After a task a slot makes its next task's init
-// (a fork, a Go runtime's start), and at once that competes with the end
-// of the task it just ran: the worker storing the result, the broker
+// The refill's deferral. After a task a template makes its next task's
+// init (a fork, a Go runtime's start), and at once that competes with the
+// end of the task it just ran: the worker storing the result, the broker
 // delivering it, the client reading it and exiting. On a small host that
-// CPU is taken from a one-off command's path (docs/benchmarks.md). So when no other slot of the pool runs a task
-// and another waiting slot has its init made (the next task takes that
-// one: the pool is FIFO), the slot defers its own by refillDelay, until
-// the pool's next take (the host is busy again: refill at once), or
+// CPU is taken from a one-off command's path (docs/benchmarks.md). So
+// when no other template of the pool runs a task and another waiting
+// template has its init made (the next task takes that one: the pool is
+// FIFO), the template defers its own by refillDelay, until the pool's
+// next take (the host is busy again: refill at once), or
 // until a job comes for it first (then it makes the init for that job, as
-// a slot without one does). A busy host refills at once.
+// a template without one does). A busy host refills at once.
 const refillDeferral = 10 * time.Millisecond
 
-// refillWait says how long slot w, back from a task, defers making its
+// refillWait says how long template w, back from a task, defers making its
 // next init (0: not at all) and what ends the deferral early: the pool's
 // next take. The caller calls refillDone after a deferral.
 func (ws *warmPool) refillWait(w *warmSandbox) (time.Duration, <-chan struct{}) {
@@ -278,16 +279,16 @@ func (ws *warmPool) refillWait(w *warmSandbox) (time.Duration, <-chan struct{}) 
 	return ws.refillDelay, p.taken
 }
 
-// refillDone ends slot w's deferral.
+// refillDone ends template w's deferral.
 func (ws *warmPool) refillDone(w *warmSandbox) {
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
 	w.builtFor.deferring--
 }
 
-// markPrimed records that slot w, waiting (in its pool, or on its way
-// there from prestart), has its next task's init made; a slot already lent
-// again is not counted: its task takes the init.
+// markPrimed records that template w, waiting (in its pool, or on its way
+// there from prestart), has its next task's init made; a template already
+// lent again is not counted: its task takes the init.
 func (ws *warmPool) markPrimed(w *warmSandbox) {
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
@@ -300,7 +301,7 @@ func (ws *warmPool) markPrimed(w *warmSandbox) {
 	}
 }
 
-// unlend records that a lent slot will not come back (discarded).
+// unlend records that a lent template will not come back (discarded).
 func (ws *warmPool) unlend(w *warmSandbox) {
 	ws.mu.Lock()
 	defer ws.mu.Unlock()

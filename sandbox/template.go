@@ -18,91 +18,93 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Slots: in namespace mode (with the Landlock and seccomp layers) a warm
-// sandbox is not thrown away after its task. Its init stays as the slot
-// parent (initproc/slot.go), holding the view, the user, network, UTS and
-// cgroup namespaces, the slot's uid, home directory and cgroup, and forks
-// each task's own init into fresh pid, IPC and mount namespaces, where it
-// mounts a fresh /proc, home, /tmp and /dev/shm. After a task the worker
-// checks that nothing of it is left (slotClean: the cgroup holds the
-// parent alone) before the slot serves again; a slot that fails any step
-// is discarded and its task, if it never ran, runs cold. What a task
-// could change and how each is reset is in doc.go ("Slots").
+// Templates: in namespace mode (with the Landlock and seccomp layers) a
+// warm sandbox is not thrown away after its task. Its init stays as the
+// template (initproc/template.go), holding the view, the user, network, UTS
+// and cgroup namespaces, the template's uid, home directory and cgroup, and
+// forks each task's own init into fresh pid, IPC and mount namespaces,
+// where it mounts a fresh /proc, home, /tmp and /dev/shm. After a task the
+// worker checks that nothing of it is left (templateClean: the cgroup holds
+// the template alone) before the template serves again; a template that
+// fails any step is discarded and its task, if it never ran, runs cold.
+// What a task could change and how each is reset is in doc.go
+// ("Templates").
 
-// slots says whether warm sandboxes of mode m are slots: the mode forks
-// its tasks (namespace mode), they carry the seccomp layer (it refuses the
-// keyring calls whose state the slot's user namespace would otherwise
-// keep), and homes are bounded (Config.Defaults.Disk: each task's is a
-// fresh tmpfs; an unbounded home is a host directory, which cannot be
+// templates says whether warm sandboxes of mode m are templates: the mode
+// forks its tasks (namespace mode), they carry the seccomp layer (it
+// refuses the keyring calls whose state the template's user namespace would
+// otherwise keep), and homes are bounded (Config.Defaults.Disk: each task's
+// is a fresh tmpfs; an unbounded home is a host directory, which cannot be
 // made fresh per task).
-func (r *Runner) slots(m mode) bool {
+func templates(r *Runner, m mode) bool {
 	q, err := quotaFor(m, "", r.cfg.Defaults.Disk)
-	return m.slotted() && r.layered() && err == nil && q != quotaNone
+	return m.templated() && r.layered() && err == nil && q != quotaNone
 }
 
-// errSlotGone means a slot could not start a task (its parent died, or
+// errTemplateGone means a template could not start a task (it died, or
 // the fork failed): the task never ran in it.
-var errSlotGone = errors.New("sandbox: the warm slot cannot start tasks")
+var errTemplateGone = errors.New("sandbox: the template cannot start tasks")
 
-// slotParent is the worker's end of a slot: its socket to the parent.
-type slotParent struct {
+// templateParent is the worker's end of a template: its socket to the
+// template's init.
+type templateParent struct {
 	conn *net.UnixConn
 }
 
-// newSlotSocket makes the socket between the worker and a slot parent;
-// init is the parent's end (initproc.SlotFD), closed once it is started.
-func newSlotSocket() (*slotParent, *os.File, error) {
+// newTemplateSocket makes the socket between the worker and a template;
+// init is the template's end (initproc.TemplateFD), closed once started.
+func newTemplateSocket() (*templateParent, *os.File, error) {
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
-		return nil, nil, &SetupError{Step: "slot socket", Err: err}
+		return nil, nil, &SetupError{Step: "template socket", Err: err}
 	}
-	own := os.NewFile(uintptr(fds[0]), "slot")
+	own := os.NewFile(uintptr(fds[0]), "template")
 	c, err := net.FileConn(own)
 	_ = own.Close()
 	if err != nil {
 		_ = unix.Close(fds[1])
-		return nil, nil, &SetupError{Step: "slot socket", Err: err}
+		return nil, nil, &SetupError{Step: "template socket", Err: err}
 	}
-	return &slotParent{conn: c.(*net.UnixConn)}, os.NewFile(uintptr(fds[1]), "slot-init"), nil
+	return &templateParent{conn: c.(*net.UnixConn)}, os.NewFile(uintptr(fds[1]), "template-init"), nil
 }
 
-func (p *slotParent) close() { _ = p.conn.Close() }
+func (p *templateParent) close() { _ = p.conn.Close() }
 
 // spawn asks the parent for a task's init with fds as its 0..4 (stdin,
 // stdout, stderr, config pipe, status pipe) and returns it once forked.
-func (p *slotParent) spawn(fds [initproc.SlotTaskFDs]int) (*slotChild, error) {
+func (p *templateParent) spawn(fds [initproc.TemplateTaskFDs]int) (*templateChild, error) {
 	if _, _, err := p.conn.WriteMsgUnix([]byte{'t'}, unix.UnixRights(fds[:]...), nil); err != nil {
-		return nil, fmt.Errorf("%w: send task: %w", errSlotGone, err)
+		return nil, fmt.Errorf("%w: send task: %w", errTemplateGone, err)
 	}
 	buf := make([]byte, 16)
 	oob := make([]byte, unix.CmsgSpace(4))
 	n, oobn, _, _, err := p.conn.ReadMsgUnix(buf, oob)
 	if err != nil || n == 0 {
-		return nil, fmt.Errorf("%w: the slot parent is gone (%v)", errSlotGone, err)
+		return nil, fmt.Errorf("%w: the template is gone (%v)", errTemplateGone, err)
 	}
 	got := initproc.ReceivedFDs(oob[:oobn])
 	switch {
-	case buf[0] == initproc.SlotSpawned && len(got) == 1:
+	case buf[0] == initproc.TemplateSpawned && len(got) == 1:
 		pid, err := pidfdPID(got[0])
 		if err != nil {
 			_ = unix.PidfdSendSignal(got[0], unix.SIGKILL, nil, 0)
-			c := &slotChild{parent: p, pidfd: got[0]}
+			c := &templateChild{parent: p, pidfd: got[0]}
 			_, _ = c.reap(nil)
-			return nil, fmt.Errorf("%w: %w", errSlotGone, err)
+			return nil, fmt.Errorf("%w: %w", errTemplateGone, err)
 		}
-		return &slotChild{parent: p, pidfd: got[0], pid: pid}, nil
-	case buf[0] == initproc.SlotSpawnFailed && n == 5:
+		return &templateChild{parent: p, pidfd: got[0], pid: pid}, nil
+	case buf[0] == initproc.TemplateSpawnFailed && n == 5:
 		closeFDs(got)
-		return nil, fmt.Errorf("%w: fork: %w", errSlotGone, syscall.Errno(binary.LittleEndian.Uint32(buf[1:5])))
+		return nil, fmt.Errorf("%w: fork: %w", errTemplateGone, syscall.Errno(binary.LittleEndian.Uint32(buf[1:5])))
 	}
 	closeFDs(got)
-	return nil, fmt.Errorf("%w: unexpected reply %q", errSlotGone, buf[:n])
+	return nil, fmt.Errorf("%w: unexpected reply %q", errTemplateGone, buf[:n])
 }
 
-// slotChild is a task's init forked by its slot's parent: the worker
+// templateChild is a task's init forked by its template: the worker
 // kills it through its pidfd and learns how it ended from the parent.
-type slotChild struct {
-	parent *slotParent
+type templateChild struct {
+	parent *templateParent
 	pid    int
 
 	// mu guards pidfd: the wall timer's kill may race the reap, which
@@ -115,13 +117,13 @@ type slotChild struct {
 	err  error
 }
 
-func (c *slotChild) hostPID() int { return c.pid }
+func (c *templateChild) hostPID() int { return c.pid }
 
 // kill SIGKILLs the task's init, and with it its pid namespace (the
 // namespace mode has no kill tree). The parent's report of the end is
-// then awaited for reapGrace at most: a slot whose parent does not report
+// then awaited for reapGrace at most: a template that does not report
 // it is discarded (the task's run fails), never waited for.
-func (c *slotChild) kill(func(*os.Process)) {
+func (c *templateChild) kill(func(*os.Process)) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.pidfd >= 0 {
@@ -133,17 +135,18 @@ func (c *slotChild) kill(func(*os.Process)) {
 // reap waits for the parent's report of the child's end (once). The
 // parent collects the task's traced threads and its whole pid namespace
 // goes with it: nothing is left to kill here.
-func (c *slotChild) reap(func()) (initEnd, error) {
+func (c *templateChild) reap(func()) (initEnd, error) {
 	c.once.Do(func() {
 		buf := make([]byte, 64)
 		n, err := c.parent.conn.Read(buf)
-		var e initproc.SlotExit
+		var e initproc.TemplateExit
 		if err == nil {
-			e, err = initproc.UnmarshalSlotExit(buf[:n])
+			e, err = initproc.UnmarshalTemplateExit(buf[:n])
 		}
 		if err != nil {
-			// Not errSlotGone: the task may have run, and must not run twice.
-			c.err = fmt.Errorf("sandbox: the slot parent did not report the task's end: %w", err)
+			// Not errTemplateGone: the task may have run, and must
+			// not run twice.
+			c.err = fmt.Errorf("sandbox: the template did not report the task's end: %w", err)
 		} else {
 			c.end = initEnd{status: e.Status, ownCPU: e.OwnCPU, cpu: e.User + e.Sys, maxRSS: e.MaxRSS * 1024}
 		}
@@ -157,7 +160,7 @@ func (c *slotChild) reap(func()) (initEnd, error) {
 }
 
 // stop kills the child and collects it.
-func (c *slotChild) stop() {
+func (c *templateChild) stop() {
 	c.kill(nil)
 	_, _ = c.reap(nil)
 }
@@ -189,24 +192,24 @@ func closeFDs(fds []int) {
 	}
 }
 
-// readyChild is a task's init forked by a slot's parent that has built
+// readyChild is a task's init, forked by a template, that has built
 // its fresh mounts (and the Landlock ruleset it expects) and waits for a
-// task: made ahead, while the slot is idle, so a task finds it ready.
+// task: made ahead, while the template is idle, so a task finds it ready.
 type readyChild struct {
 	s     *startedInit
-	child *slotChild
+	child *templateChild
 	pipes *stdioPipes
-	box   box   // the slot's, with this child's fresh home held
+	box   box   // the template's, with this child's fresh home held
 	size  int64 // the home's disk limit
 }
 
-// readyChild forks a task's init in slot w with a home of size bytes and
-// the Landlock ruleset policy built ahead, and waits until it is ready.
+// readyChild forks a task's init in template w with a home of size bytes
+// and the Landlock ruleset policy built ahead, and waits until it is ready.
 func (w *warmSandbox) readyChild(size int64, policy *landlockPolicy) (*readyChild, error) {
 	// The child's ends are bare descriptors, sent to the parent and closed:
 	// only the worker's ends are files the runtime's poller serves.
-	var kept [initproc.SlotTaskFDs]*os.File
-	var ends [initproc.SlotTaskFDs]int
+	var kept [initproc.TemplateTaskFDs]*os.File
+	var ends [initproc.TemplateTaskFDs]int
 	closeAll := func() {
 		for i := range kept {
 			if kept[i] != nil {
@@ -214,15 +217,15 @@ func (w *warmSandbox) readyChild(size int64, policy *landlockPolicy) (*readyChil
 			}
 		}
 	}
-	for i, keepRead := range [initproc.SlotTaskFDs]bool{false, true, true, false, true} { // stdin, stdout, stderr, config, status
+	for i, keepRead := range [initproc.TemplateTaskFDs]bool{false, true, true, false, true} { // stdin, stdout, stderr, config, status
 		var err error
 		if kept[i], ends[i], err = pipeFor(keepRead); err != nil {
 			closeFDs(ends[:i])
 			closeAll()
-			return nil, fmt.Errorf("%w: pipes: %w", errSlotGone, err)
+			return nil, fmt.Errorf("%w: pipes: %w", errTemplateGone, err)
 		}
 	}
-	child, err := w.slot.spawn(ends)
+	child, err := w.template.spawn(ends)
 	closeFDs(ends[:])
 	if err != nil {
 		closeAll()
@@ -230,11 +233,11 @@ func (w *warmSandbox) readyChild(size int64, policy *landlockPolicy) (*readyChil
 	}
 	pipes := &stdioPipes{inW: kept[0], outR: kept[1], errR: kept[2]}
 	confW, statusR := kept[3], kept[4]
-	// Born in the slot's cgroup (the parent's), so attached already.
+	// Born in the template's cgroup, so attached already.
 	c := &readyChild{child: child, pipes: pipes, size: size,
 		s: &startedInit{proc: child, confW: confW, statusR: statusR, start: time.Now(), attached: true, born: true}}
-	// The task's own box: the slot's identity and cgroup, and a home that
-	// is the fresh tmpfs the child mounts over the slot's.
+	// The task's own box: the template's identity and cgroup, and a home
+	// that is the fresh tmpfs the child mounts over the template's.
 	c.box = w.box
 	c.box.held = nil
 	c.box.home.quota, c.box.home.size = quotaInit, size
@@ -244,7 +247,7 @@ func (w *warmSandbox) readyChild(size int64, policy *landlockPolicy) (*readyChil
 	}
 	if err != nil {
 		c.discard()
-		return nil, fmt.Errorf("%w: %w", errSlotGone, err)
+		return nil, fmt.Errorf("%w: %w", errTemplateGone, err)
 	}
 	return c, nil
 }
@@ -261,27 +264,28 @@ func (c *readyChild) close() {
 	c.box.held.close()
 }
 
-// slotTask runs one task in slot w on c, its init ready: the cgroup's
-// limits and counters made the task's, its files written into the fresh
-// home, then the task itself. c is used up.
-func (w *warmSandbox) slotTask(job warmJob, c *readyChild) (*Result, error) {
+// templateTask runs one task in template w on c, its init ready: the
+// cgroup's limits and counters made the task's, its files written into the
+// fresh home, then the task itself. c is used up.
+func (w *warmSandbox) templateTask(job warmJob, c *readyChild) (*Result, error) {
 	defer c.close()
 	spec := job.l.spec
 	err := w.cg.BeginTask(spec.Limits.Memory, spec.Limits.Processes+w.parentTasks)
 	if err != nil {
 		err = &SetupError{Step: "set cgroup limits", Err: err}
 	} else if len(spec.Files) > 0 || spec.Cwd != "" {
-		// As the slot's uid: the files are its own as they are made (no
+		// As the template's uid: the files are its own as they are made (no
 		// chown walk), and root's ids have no name in the home's tmpfs.
-		err = asSlotUID(c.box.uid, c.box.gid, func() error { return c.box.reached().write(spec) })
+		err = asTemplateUID(c.box.uid, c.box.gid, func() error { return c.box.reached().write(spec) })
 	}
 	if err == nil {
-		// The task's own home, the fresh tmpfs: never the slot's, under it.
+		// The task's own home, the fresh tmpfs: never the
+		// template's, under it.
 		err = c.box.homeReady(spec)
 	}
 	if err != nil {
 		c.child.stop()
-		return nil, fmt.Errorf("%w: %w", errSlotGone, err)
+		return nil, fmt.Errorf("%w: %w", errTemplateGone, err)
 	}
 	c.s.start = time.Now()
 	l := job.l
@@ -293,13 +297,13 @@ func (w *warmSandbox) slotTask(job warmJob, c *readyChild) (*Result, error) {
 	return res, err
 }
 
-// slotClean reports whether nothing of the last task is left in the slot:
-// its cgroup holds the slot parent alone (the task's pid namespace dies
-// with its init, just after the parent reaps it: allow it a moment).
+// templateClean reports whether nothing of the last task is left in the
+// template: its cgroup holds the template alone (the task's pid namespace
+// dies with its init, just after the parent reaps it: allow it a moment).
 // Without a cgroup (an unprivileged worker on cgroup v1): the parent has
 // no child left, as every process of a task is in the pid namespace of
 // the task's init, the parent's child.
-func (w *warmSandbox) slotClean() bool {
+func (w *warmSandbox) templateClean() bool {
 	clean := func() bool { return w.cg.HoldsOnly(w.pid) }
 	if w.cg == nil {
 		clean = func() bool { return childless(w.pid) }
@@ -316,12 +320,12 @@ func (w *warmSandbox) slotClean() bool {
 	}
 }
 
-// asSlotUID runs fn with the slot's uid and gid as this (locked) thread's
-// filesystem ids when the worker is root: the task's home is a tmpfs of
-// the slot's user namespace, which maps that uid alone, so a file root
-// created there would have no owner it can name (EOVERFLOW). An
+// asTemplateUID runs fn with the template's uid and gid as this (locked)
+// thread's filesystem ids when the worker is root: the task's home is a
+// tmpfs of the template's user namespace, which maps that uid alone, so a
+// file root created there would have no owner it can name (EOVERFLOW). An
 // unprivileged worker is that uid already.
-func asSlotUID(uid, gid uint32, fn func() error) error {
+func asTemplateUID(uid, gid uint32, fn func() error) error {
 	if os.Geteuid() != 0 || uid == 0 {
 		return fn()
 	}
@@ -336,8 +340,8 @@ func asSlotUID(uid, gid uint32, fn func() error) error {
 	return fn()
 }
 
-// overParent is the task's config with RLIMIT_NPROC raised by the slot
-// parent's threads (per uid in the slot's user namespace, which they
+// overParent is the task's config with RLIMIT_NPROC raised by the
+// template's threads (per uid in the template's user namespace, which they
 // share), so the task gets its whole Limits.Processes.
 func (w *warmSandbox) overParent(cfg *initConfig) *initConfig {
 	if w.parentTasks == 0 {
@@ -354,9 +358,9 @@ func (w *warmSandbox) overParent(cfg *initConfig) *initConfig {
 	return &c
 }
 
-// fresh is what a task's init mounts in slot w: a home of size bytes, and
-// again what the slot's view has under /tmp and /dev/shm, which its own
-// cover (the home among them when it lives there, hidden paths last).
+// fresh is what a task's init mounts in template w: a home of size bytes,
+// and again what the template's view has under /tmp and /dev/shm, which its
+// own cover (the home among them when it lives there, hidden paths last).
 func (w *warmSandbox) fresh(size int64) *initproc.Fresh {
 	f := &initproc.Fresh{Home: initproc.HomeQuota{Path: w.home.path, Size: size}}
 	for _, b := range w.view.Binds {
