@@ -131,7 +131,7 @@ func TestAutoFallsBackToLandlockWithoutNamespaces(t *testing.T) {
 				// The namespace mode's refusal stops only its own warm pool:
 				// the Landlock mode, the one this host runs, stays warm.
 				spec := Spec{Limits: Limits{}.withDefaults(rr.cfg.Defaults)}
-				require.Eventually(t, func() bool { return rr.warmReady(landlockMode{}.warmKey(spec)) == prestart },
+				require.Eventually(t, func() bool { return rr.warm.ready(landlockMode{}.warmKey(spec)) == prestart },
 					20*time.Second, 5*time.Millisecond, "the Landlock warm pool refills")
 				before := scratchDirs(t, rr)
 				res, out := autoRun(t, rr, Spec{Argv: []string{"/bin/sh", "-c", "echo $HOME"}})

@@ -62,7 +62,7 @@ func BenchmarkSandboxStart(b *testing.B) {
 	require.NoError(b, exec.Command(bwrap, bargs...).Run())
 
 	warmSpec := Spec{Limits: rWarm.cfg.Defaults}
-	for rWarm.warmReady(namespaceMode{}.warmKey(warmSpec)) < 1 {
+	for rWarm.warm.ready(namespaceMode{}.warmKey(warmSpec)) < 1 {
 		time.Sleep(time.Millisecond)
 	}
 	var plain, full, ns, bw, warm, refill time.Duration
@@ -92,7 +92,7 @@ func BenchmarkSandboxStart(b *testing.B) {
 		warm += t5.Sub(t4)
 		// Let the pool refill before the next iteration, so its cost does
 		// not land on the other variants' timings; reported on its own.
-		for rWarm.warmReady(namespaceMode{}.warmKey(warmSpec)) < 1 {
+		for rWarm.warm.ready(namespaceMode{}.warmKey(warmSpec)) < 1 {
 			time.Sleep(100 * time.Microsecond)
 		}
 		refill += time.Since(t5)
@@ -125,9 +125,9 @@ func BenchmarkSandboxStart(b *testing.B) {
 // Runner's refills run inside its rounds (back to back, as a saturated
 // worker runs). It reports both rates and runner/bwrap (goal >= 1). The
 // Runner is configured as the worker's (homes bounded at DefaultDisk: its
-// warm sandboxes are slots). CPU is the whole machine's busy time during
-// each side's rounds (/proc/stat): a slot's task inits are the slot
-// parent's children, not this process's, and the kernel's deferred work
+// warm sandboxes are templates). CPU is the whole machine's busy time
+// during each side's rounds (/proc/stat): a template's task inits are the
+// template's children, not this process's, and the kernel's deferred work
 // (a network namespace's teardown runs in a kworker) counts for both.
 func BenchmarkRunnerThroughput(b *testing.B) {
 	bwrap, root, bargs := bwrapBench(b)

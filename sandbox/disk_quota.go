@@ -181,15 +181,15 @@ func (b *box) finished(spec Spec, res *Result) {
 // unbounded one only unbounded runs. None when the default bound cannot
 // be enforced in m (every such run is refused).
 //
-// A slot (slot.go) mounts a fresh home of the task's own limit for every
-// task: it serves any bounded run.
+// A template (template.go) mounts a fresh home of the task's own limit for
+// every task: it serves any bounded run.
 func (r *Runner) warmServes(m mode, spec Spec) bool {
 	warm, err := quotaFor(m, "", r.cfg.Defaults.Disk)
 	if err != nil {
 		return false
 	}
 	run, _ := quotaFor(m, spec.Scratch, spec.Limits.Disk)
-	if r.slots(m) {
+	if templates(r, m) {
 		return run != quotaNone
 	}
 	return run == warm && (warm != quotaInit || spec.Limits.Disk == r.cfg.Defaults.Disk)

@@ -152,7 +152,7 @@ func TestDiskQuotaWarm(t *testing.T) {
 		exit int
 		warm bool
 	}{{200 * mib, 3, true}, {400 * mib, 0, root}} {
-		require.Eventually(t, func() bool { return r.warmReady(k) == 1 }, 30*time.Second, 10*time.Millisecond)
+		require.Eventually(t, func() bool { return r.warm.ready(k) == 1 }, 30*time.Second, 10*time.Millisecond)
 		before := map[string]bool{}
 		ents, err := os.ReadDir(r.cfg.ScratchRoot)
 		require.NoError(t, err)
@@ -197,7 +197,7 @@ func TestDiskQuotaHoldsTheTasksFiles(t *testing.T) {
 			}{{8 * mib, 3}, {16 * mib, 0}} {
 				if warm {
 					k := namespaceMode{}.warmKey(Spec{Limits: r.cfg.Defaults})
-					require.Eventually(t, func() bool { return r.warmReady(k) == 1 }, 30*time.Second, 10*time.Millisecond)
+					require.Eventually(t, func() bool { return r.warm.ready(k) == 1 }, 30*time.Second, 10*time.Millisecond)
 				}
 				out := runIn(t, r, Spec{
 					Argv:   sh(`wc -c < a; dd if=/dev/zero of=b bs=1M count=4 status=none || exit 3`),
@@ -226,7 +226,7 @@ func TestDiskQuotaWarmWithoutDefaultLimit(t *testing.T) {
 		disk int64
 		warm bool
 	}{{0, true}, {4 << 20, false}} {
-		require.Eventually(t, func() bool { return r.warmReady(k) == 1 }, 30*time.Second, 10*time.Millisecond)
+		require.Eventually(t, func() bool { return r.warm.ready(k) == 1 }, 30*time.Second, 10*time.Millisecond)
 		before := scratchDirs(t, r)
 		out := runIn(t, r, Spec{
 			Argv:   sh(`echo "$HOME"; dd if=/dev/zero of=f bs=1M count=8 status=none || exit 3`),
@@ -265,7 +265,7 @@ func TestDiskQuotaHeldHomeIsReleased(t *testing.T) {
 	t.Cleanup(func() { require.NoError(t, r.Close()) })
 	k := namespaceMode{}.warmKey(Spec{Limits: r.cfg.Defaults})
 	for _, disk := range []int64{8 << 20, 16 << 20} { // warm, then cold
-		require.Eventually(t, func() bool { return r.warmReady(k) == 1 }, 30*time.Second, 10*time.Millisecond)
+		require.Eventually(t, func() bool { return r.warm.ready(k) == 1 }, 30*time.Second, 10*time.Millisecond)
 		before, held := fds(), ""
 		res, err := r.Run(context.Background(), Spec{
 			Argv:     []string{"/bin/true"},

@@ -56,7 +56,7 @@
 // mounts is opened through /proc/<init>/root and filled (box.hold) after
 // the init's prepare phase, in runCold (launchInit's beforeTask) and in
 // warmSandbox.serve; box.finished sets Result.DiskFull and calls
-// Spec.Finished before giveBack in both paths; warmServes (in takeWarm)
+// Spec.Finished before giveBack in both paths; warmServes (in warmPool.take)
 // keeps runs out of warm homes whose bound does not fit; sweepStale
 // unmounts a dead root worker's homes; the init's side is
 // initproc/home_quota.go.
@@ -64,7 +64,7 @@
 // One task's path (auto, namespaces available): Run (sandbox.go) →
 // runAuto (mode_auto.go) → runIsolated (run.go): namespaceMode.validate
 // and warmKey (mode_namespace.go, spec_validate.go, warm_key.go) →
-// takeWarm (warm_pool.go); cold: runCold → acquire (box.go: internal/ident,
+// warmPool.take (warm_pool.go); cold: runCold → acquire (box.go: internal/ident,
 // scratch.go, namespaceMode.prepare, internal/cgroup) → namespaceMode.task
 // (env.go, rlimits.go, landlock_policy_linux.go, host_paths.go, hide.go) →
 // launchInit (init_launch.go; the init itself is sandbox/initproc) →
@@ -149,10 +149,10 @@
 // pool of its own (at most 4 views; the least recently used is dropped).
 // In namespace mode with the Landlock and seccomp layers and bounded
 // homes (Config.Defaults.Disk, as the worker has them) a warm sandbox is
-// a slot, reused task after task ("Slots" below); otherwise each warm
+// a template reused task after task ("Templates"); otherwise each warm
 // sandbox serves exactly one run. The pool refills in the background once
 // the run that emptied it is over (so the refill does not compete with it
-// for the CPU); a slot running a task counts as the pool's. A warm sandbox whose
+// for the CPU); a template running a task counts as the pool's. A warm sandbox whose
 // setup fails is discarded with the step logged; the run starts cold. Its
 // stdio are pipes the worker copies to and from the Spec's, so runs whose
 // stdio are *os.File (a terminal), or with Spec.Scratch, start cold. Each
@@ -177,61 +177,61 @@
 // task's policy is equal to the one it was built from (else it builds the
 // task's own): the ~30 path opens and rule calls are off the critical path.
 //
-// # Slots
+// # Templates
 //
-// A slot's init builds the view once and stays, as the slot parent
-// (initproc/slot.go): pid 1 of the slot's pid namespace, holding the user,
-// network, UTS and cgroup namespaces, the view's mount namespace, the
-// slot's uid, home directory and cgroup. It never runs a task. For each
-// task the worker sends it, over a SOCK_SEQPACKET socket, the task's stdio
-// and a config and status pipe (SCM_RIGHTS); it forks (no new user
+// A template is a warm sandbox's init that builds the view once and stays
+// (initproc/template.go): pid 1 of the template's pid namespace, holding
+// the user, network, UTS and cgroup namespaces, the view's mount namespace,
+// the template's uid, home directory and cgroup. It never runs a task. For
+// each task the worker sends it, over a SOCK_SEQPACKET socket, the task's
+// stdio and a config and status pipe (SCM_RIGHTS); it forks (no new user
 // namespace, so the clone copies a small static process instead of the
 // worker) a fresh init into new pid, IPC and mount namespaces and hands
 // the worker its pidfd. That child mounts its own /proc, a home tmpfs of
-// the task's disk limit over the slot's home, and the home's .tmp and
+// the task's disk limit over the template's home, and the home's .tmp and
 // .shm at /tmp and /dev/shm, sets its oom_score_adj to 1000, builds the
 // task's Landlock ruleset and reports ready; the worker writes the task's
-// files into the fresh home (through /proc/<child>/root, as the slot's
-// uid: the tmpfs belongs to the slot's user namespace), and the child
+// files into the fresh home (through /proc/<child>/root, as the template's
+// uid: the tmpfs belongs to the template's user namespace), and the child
 // goes on exactly as any warm init: chdir, rlimits, capability drop,
 // Landlock, seccomp, exec. The parent reaps it and reports its wait
-// status, own CPU time and rusage. While the slot is idle, its next
+// status, own CPU time and rusage. While the template is idle, its next
 // task's init is made ahead (forked, mounted, ruleset built, at the
 // default disk limit and with the cgroup at its default limits), so a
 // task that arrives pays only its files, its limits and its exec; a task
 // with another disk limit gets a child forked for it. On an otherwise idle
-// host, when another waiting slot of the pool has its init made, a slot
-// back from a task defers making its own (the refill's deferral,
+// host, when another waiting template of the pool has its init made, a
+// template back from a task defers making its own (the refill's deferral,
 // warm_pool.go: up to 10 ms, ended by the pool's next take), so the fork
 // and the init's start do not compete with the result's store and
 // delivery and its client's exit. The worker kills it through the pidfd
 // (wall timeout, cancel), which takes its pid namespace with it.
 //
 // Nothing a task can change outlives it, each for its own reason: its
-// processes die with its pid namespace, and the worker checks the slot's
-// cgroup holds the parent alone before the slot serves again (else the
-// slot is discarded); files die with its home, /tmp and /dev/shm (fresh
-// tmpfs in its mount namespace); mounts with that namespace (and it has
-// no capability to make any); SysV IPC with its IPC namespace;
+// processes die with its pid namespace, and the worker checks the
+// template's cgroup holds the parent alone before the template serves again
+// (else the template is discarded); files die with its home, /tmp and
+// /dev/shm (fresh tmpfs in its mount namespace); mounts with that namespace
+// (and it has no capability to make any); SysV IPC with its IPC namespace;
 // environment, rlimits, Landlock and seccomp are per process and set in
-// the child; keyrings (per uid in the slot's user namespace) are out of
+// the child; keyrings (per uid in the template's user namespace) are out of
 // reach because the seccomp layer refuses keyctl, add_key and
-// request_key, which is why slots need that layer; abstract unix sockets
-// die with the processes holding them (and Landlock scoping keeps each
-// task from another's); the cgroup's peak memory is reset for each task
-// (v1 memory.max_usage_in_bytes; v2 memory.peak per descriptor, else no
-// cgroup peak is reported) and its OOM kills are counted from the task's
+// request_key, which is why templates need that layer; abstract unix
+// sockets die with the processes holding them (and Landlock scoping keeps
+// each task from another's); the cgroup's peak memory is reset for each
+// task (v1 memory.max_usage_in_bytes; v2 memory.peak per descriptor, else
+// no cgroup peak is reported) and its OOM kills are counted from the task's
 // start. The hostname and the network namespace's sysctls need
-// capabilities a task never has. TestSlotCarriesNothingOver leaves a trace
-// of each kind (seeing it itself: the control) and the next task on the
-// same slot finds none; docs/security.md has its mutation record.
+// capabilities a task never has. TestTemplateCarriesNothingOver leaves a
+// trace of each kind (seeing it itself: the control) and the next task on
+// the same template finds none; docs/security.md has its mutation record.
 //
-// What a slot's task shares with its parent: the cgroup (the parent's
-// few MB count against Limits.Memory; its threads are added to the pids
-// limit and to RLIMIT_NPROC, so the task gets its whole
+// What a template's task shares with its parent, the template: the cgroup
+// (the parent's few MB count against Limits.Memory; its threads are added
+// to the pids limit and to RLIMIT_NPROC, so the task gets its whole
 // Limits.Processes), the user namespace and uid, and the network
 // namespace (no interface but lo, down unless Network is loopback). A
-// slot whose parent dies, or that cannot start a task, is discarded and
+// template that dies, or that cannot start a task, is discarded and
 // its task, which never ran, runs cold.
 //
 // A cold run pays the init's start: the dedicated init is a static ~3 MB
@@ -259,7 +259,7 @@
 //	                                    disk limit, a size-capped tmpfs (below)
 //	Spec.Hide paths (resolved)          an empty tmpfs, read-only, nosuid,nodev,noexec,
 //	                                    over each one a bind shows, after every other
-//	                                    mount: nothing listed, ENOENT below; a slot's
+//	                                    mount: nothing listed, ENOENT below; a template's
 //	                                    task covers again those under its own /tmp
 //
 // The task has no capability, so it can neither unmount nor remount any
@@ -293,10 +293,10 @@
 // ends when its command exits, or at its wall limit, its CPU limit or a
 // cancel of Run's ctx; Run then returns within 2 s (the tests' bound,
 // with a second of slack for a loaded host) with nothing of the task
-// left, and the sandbox, a slot included, serves the next task.
+// left, and the sandbox, a template included, serves the next task.
 //
-// The command is the child of the worker (a slot's task: of the slot
-// parent), so it can make that parent the tracer of any of its threads
+// The command is the child of the worker (a template's task: of the
+// template), so it can make that parent the tracer of any of its threads
 // without asking: PTRACE_TRACEME links the calling thread to the
 // process's parent. An exited traced thread stays a zombie until its
 // tracer waits for it, and until then the kernel does not report the
@@ -317,10 +317,10 @@
 //     orphans), for 1 s at most: a run still not reported ended then
 //     fails (an error, not a Result: a process is stuck in the kernel)
 //     and its uid is quarantined by the teardown check;
-//   - a slot parent waits for every child and tracee (waitid P_ALL,
+//   - a template waits for every child and tracee (waitid P_ALL,
 //     __WALL), reaps the task's traced threads as they exit and consumes
 //     stops; the worker waits for its report of a killed task for 1 s at
-//     most, and otherwise discards the slot (the run fails);
+//     most, and otherwise discards the template (the run fails);
 //   - a session's agent does the same for its commands (see package
 //     sandbox/session).
 //
@@ -461,11 +461,11 @@
 //
 // Spec.HomeReady, when set, is called once the run's home holds the
 // task's files and before the command runs (every mode, mode none
-// included; cold, warm and slots) with a HomeView: the directory the
+// included; cold, warm and templates) with a HomeView: the directory the
 // command will see as $HOME as the worker reaches it (the host directory,
 // or /proc/self/fd/<fd>/. of the descriptor held on a home its init
-// mounted, such as a slot task's fresh tmpfs, whose host path shows the
-// slot's directory under it), the sandbox's ids, and whether the worker
+// mounted, such as a template task's fresh tmpfs, whose host path shows the
+// template's directory under it), the sandbox's ids, and whether the worker
 // must act with them as its filesystem ids (AsOwner). The session
 // primitive opens its file operations there. An error from it fails the
 // setup (step "home ready") and the command never runs.
@@ -557,9 +557,9 @@
 // failures (a cgroup that will not go, a uid with processes left) are
 // logged and quarantine the uid; they do not change the Result of a run
 // that completed. A killed run whose end is still not reported 1 s after
-// the kill (a process stuck in the kernel), or whose slot parent does
+// the kill (a process stuck in the kernel), or whose template does
 // not report it, fails with an error and no Result: the worker retries
-// it as any infrastructure failure, and the slot is discarded.
+// it as any infrastructure failure, and the template is discarded.
 //
 // A command that cannot be executed once the sandbox is set up (not found
 // on the sandbox's PATH or at its path, not executable, not a valid

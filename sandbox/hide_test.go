@@ -232,7 +232,7 @@ func waitWarmFor(t *testing.T, r *Runner, iso Isolation, spec Spec) {
 		spec.Limits = spec.Limits.withDefaults(r.cfg.Defaults)
 		k = namespaceMode{}.warmKey(spec)
 	}
-	require.Eventually(t, func() bool { return r.warmReady(k) == 1 && r.Warm().Starting == 0 }, 20*time.Second, 2*time.Millisecond, "a warm sandbox of the hiding view")
+	require.Eventually(t, func() bool { return r.warm.ready(k) == 1 && r.Warm().Starting == 0 }, 20*time.Second, 2*time.Millisecond, "a warm sandbox of the hiding view")
 }
 
 // umountProbe tries, from inside, to undo the cover of p: umount2 (plain

@@ -9,8 +9,8 @@ import (
 // HomeView is a run's home as its command sees it, reached from the
 // worker: the directory the command's $HOME is, whatever the mode (a host
 // directory bound at its own path, a tmpfs mounted on the host, or one
-// its init mounted in the sandbox's own mount namespace, as a slot's task
-// has).
+// its init mounted in the sandbox's own mount namespace, as a template's
+// task has).
 type HomeView struct {
 	// Dir is the path the worker opens the home at: its host directory,
 	// or /proc/self/fd/<fd>/. of the descriptor the worker holds on a

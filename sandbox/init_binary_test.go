@@ -102,7 +102,7 @@ func TestTaskKeepsParentDeathSignal(t *testing.T) {
 			t.Cleanup(func() { require.NoError(t, r.Close()) })
 			if tc.prestart > 0 {
 				spec := Spec{Limits: Limits{}.withDefaults(r.cfg.Defaults)}
-				require.Eventually(t, func() bool { return r.warmReady(namespaceMode{}.warmKey(spec)) == 1 }, 20*time.Second, 5*time.Millisecond)
+				require.Eventually(t, func() bool { return r.warm.ready(namespaceMode{}.warmKey(spec)) == 1 }, 20*time.Second, 5*time.Millisecond)
 			}
 			o := runIn(t, r, Spec{Argv: []string{"python3", "-c", probe}})
 			require.Equal(t, "9\n", o.stdout, o.stderr)

@@ -113,7 +113,7 @@ func startInit(init initBinary, attr *syscall.SysProcAttr, cg *cgroup.Group, std
 }
 
 // initDescriptors are the init's descriptors from 3 on: its config and status
-// pipes, extra (at most SlotFD), and the binary it is exec'd through at
+// pipes, extra (at most TemplateFD), and the binary it is exec'd through at
 // BinaryFD. A child's descriptors are numbered by their place here, and
 // nothing else of the worker's reaches the child, so the exec'd number is
 // the init's whatever the worker's own numbers are.
@@ -131,8 +131,8 @@ func initDescriptors(init initBinary, confR, statusW *os.File, extra []*os.File)
 // startInitIn is startInit with the v2 cgroup to clone into (""
 // for none: v1, or a clone3 refused).
 //
-// extra are the init's descriptors after its status pipe (a slot
-// parent's socket: initproc.SlotFD).
+// extra are the init's descriptors after its status pipe (a template's
+// socket: initproc.TemplateFD).
 func startInitIn(init initBinary, attr *syscall.SysProcAttr, cg *cgroup.Group, cgroupV2Dir string, stdin io.Reader, stdout, stderr io.Writer, extra ...*os.File) (*startedInit, error) {
 	if init.file != nil && 5+len(extra) > initproc.BinaryFD {
 		return nil, &SetupError{Step: stepStartInit, Path: init.path, Err: fmt.Errorf("%d extra descriptors overlap the init binary's (%d)", len(extra), initproc.BinaryFD)}
@@ -294,8 +294,8 @@ func (s *startedInit) kill(killTree func(*os.Process)) {
 func (s *startedInit) bornInCgroup() bool { return s.born }
 
 // prepare sends first, the init's prepare phase (a Config with Prepare:
-// the view, or a slot child's fresh mounts, and the Landlock policy to
-// build ahead), attaches the init to its cgroup while the init builds
+// the view, or a template's child's fresh mounts, and the Landlock policy
+// to build ahead), attaches the init to its cgroup while the init builds
 // them, and waits until the init reports it built (or names the step that
 // failed). The init runs only its own code before it is in its cgroup:
 // the task comes after prepare, in a second config (finish).

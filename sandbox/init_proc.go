@@ -9,7 +9,7 @@ import (
 )
 
 // initProc is a run's init as the worker controls it: cloned by the worker
-// itself (cmdInit), or forked by its slot's parent (slotChild, slot.go).
+// itself (cmdInit), or forked by its template (templateChild, template.go).
 // The run skeleton (startedInit.finish) is the same for both.
 type initProc interface {
 	// hostPID is the init's pid in the worker's pid namespace.

@@ -43,7 +43,7 @@ func scratchDirs(t *testing.T, r *Runner) map[string]bool {
 func waitWarm(t *testing.T, r *Runner, spec Spec, n int) {
 	t.Helper()
 	spec.Limits = spec.Limits.withDefaults(r.cfg.Defaults)
-	require.Eventually(t, func() bool { return r.warmReady(namespaceMode{}.warmKey(spec)) == n }, 20*time.Second, 5*time.Millisecond, "warm pool fills")
+	require.Eventually(t, func() bool { return r.warm.ready(namespaceMode{}.warmKey(spec)) == n }, 20*time.Second, 5*time.Millisecond, "warm pool fills")
 }
 
 // TestWarmSandboxesServeMatchingViewsOnly: a run whose view matches the
@@ -106,7 +106,7 @@ func TestFailedWarmSetupIsDiscarded(t *testing.T) {
 		require.False(t, before[strings.TrimSpace(o.stdout)], "cold run")
 		require.Eventually(t, func() bool { return failed() > 0 }, 20*time.Second, 5*time.Millisecond)
 	}
-	require.Zero(t, r.warmReady(namespaceMode{}.warmKey(spec)), "a failed warm sandbox is never offered")
+	require.Zero(t, r.warm.ready(namespaceMode{}.warmKey(spec)), "a failed warm sandbox is never offered")
 	require.NoError(t, r.Close())
 	require.Empty(t, scratchDirs(t, r), "failed and closed warm sandboxes leave nothing")
 	if r.pool != nil {
@@ -120,7 +120,7 @@ func TestFailedWarmSetupIsDiscarded(t *testing.T) {
 func TestCloseKillsAndReleasesWarmSandboxes(t *testing.T) {
 	r := warmRunner(t, 2)
 	waitWarm(t, r, Spec{}, 2)
-	ws := r.warmSandboxes()
+	ws := r.warm.sandboxes()
 	require.Len(t, ws, 2)
 	for _, w := range ws {
 		require.NoError(t, syscallKill0(w.pid), "warm init %d alive before Close", w.pid)
@@ -142,7 +142,7 @@ func TestCloseKillsAndReleasesWarmSandboxes(t *testing.T) {
 	require.Empty(t, scratchDirs(t, r))
 	o := runIn(t, r, Spec{Argv: sh("echo cold")})
 	require.Equal(t, "cold\n", o.stdout)
-	require.Zero(t, r.warmReady(namespaceMode{}.warmKey(Spec{Limits: r.cfg.Defaults})), "no refill after Close")
+	require.Zero(t, r.warm.ready(namespaceMode{}.warmKey(Spec{Limits: r.cfg.Defaults})), "no refill after Close")
 }
 
 // syscallKill0 is kill(pid, 0): nil while pid exists (zombies included).
@@ -213,7 +213,7 @@ func TestWarmLandlockSandboxes(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, r.Close()) })
 	k := landlockMode{}.warmKey(Spec{})
-	require.Eventually(t, func() bool { return r.warmReady(k) == 1 }, 20*time.Second, 5*time.Millisecond)
+	require.Eventually(t, func() bool { return r.warm.ready(k) == 1 }, 20*time.Second, 5*time.Millisecond)
 	before := scratchDirs(t, r)
 	victim := hostDir(t)
 	require.NoError(t, os.Chmod(victim, 0o777))
@@ -233,8 +233,8 @@ func TestWarmLandlockSandboxes(t *testing.T) {
 	require.NoFileExists(t, filepath.Join(victim, "w"))
 	require.NoDirExists(t, lines[1], "home removed")
 
-	require.Eventually(t, func() bool { return r.warmReady(k) == 1 }, 20*time.Second, 5*time.Millisecond, "refilled")
-	ws := r.warmSandboxes()
+	require.Eventually(t, func() bool { return r.warm.ready(k) == 1 }, 20*time.Second, 5*time.Millisecond, "refilled")
+	ws := r.warm.sandboxes()
 	require.NoError(t, r.Close())
 	for _, w := range ws {
 		require.Error(t, syscallKill0(w.pid), "warm init reaped")
@@ -272,7 +272,7 @@ func TestWarmRunsShareOneWriterSafely(t *testing.T) {
 				}
 				for range 10 {
 					if prestart > 0 {
-						require.Eventually(t, func() bool { return r.warmReady(key) == 1 }, 20*time.Second, time.Millisecond)
+						require.Eventually(t, func() bool { return r.warm.ready(key) == 1 }, 20*time.Second, time.Millisecond)
 					}
 					var out bytes.Buffer
 					res, err := r.Run(context.Background(), Spec{Argv: []string{"/bin/sh", "-c", script}, Stdout: &out, Stderr: &out})

@@ -75,7 +75,7 @@ func BenchmarkLandlockWarmStart(b *testing.B) {
 	var plain, warm, refill time.Duration
 	for b.Loop() {
 		tr := time.Now()
-		for r.warmReady(k) < 1 {
+		for r.warm.ready(k) < 1 {
 			time.Sleep(100 * time.Microsecond)
 		}
 		refill += time.Since(tr)

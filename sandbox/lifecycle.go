@@ -39,7 +39,7 @@ func (r *Runner) Start(ctx context.Context) error {
 	r.life.started = true
 	r.setupHost()
 	r.sweepStale()
-	r.startWarm()
+	r.warm.start(r.cfg.Prestart, r.cfg.Isolation, r.cfg.Defaults)
 	return nil
 }
 
@@ -51,7 +51,7 @@ func (r *Runner) Close() error {
 	r.life.mu.Lock()
 	r.life.closed = true
 	r.life.mu.Unlock()
-	r.closeWarm()
+	r.warm.close()
 	return nil
 }
 

@@ -36,18 +36,18 @@ func TestNewStartsNothing(t *testing.T) {
 	require.NoError(t, err, "a Run before Start runs cold")
 	require.Equal(t, 0, res.ExitCode)
 	r.warm.mu.Lock()
-	pools := r.warm.pools
+	pools := r.warm.views
 	r.warm.mu.Unlock()
 	require.Nil(t, pools, "a Run before Start starts no warm pool")
 
 	require.NoError(t, r.Start(context.Background()))
-	require.Eventually(t, func() bool { return r.warmReady(k) == 1 }, 20*time.Second, 5*time.Millisecond, "Start fills the pool")
-	ready := r.warmSandboxes()
+	require.Eventually(t, func() bool { return r.warm.ready(k) == 1 }, 20*time.Second, 5*time.Millisecond, "Start fills the pool")
+	ready := r.warm.sandboxes()
 	require.NoError(t, r.Start(context.Background()), "Start is idempotent")
-	require.Equal(t, ready, r.warmSandboxes(), "a second Start changes nothing: the same warm sandbox is ready")
+	require.Equal(t, ready, r.warm.sandboxes(), "a second Start changes nothing: the same warm sandbox is ready")
 	r.warm.mu.Lock()
-	require.Len(t, r.warm.pools, 1)
-	require.Equal(t, 1, cap(r.warm.pools[k].ready))
+	require.Len(t, r.warm.views, 1)
+	require.Equal(t, 1, cap(r.warm.views[k].ready))
 	r.warm.mu.Unlock()
 
 	require.NoError(t, r.Close())

@@ -48,11 +48,11 @@ type mode interface {
 	// hostRefused types a failed cold launch as ErrUnavailable when it
 	// shows the host refusing the mode itself (auto then falls back).
 	hostRefused(err error) error
-	// slotted says whether the mode's warm sandboxes are slots, reused
-	// task after task (slot.go), when their tasks carry the seccomp layer
-	// (it refuses the keyring calls whose state a slot's user namespace
-	// would otherwise keep from one task to the next).
-	slotted() bool
+	// templated says whether the mode's warm sandboxes are templates,
+	// reused task after task (template.go), when their tasks carry the
+	// seccomp layer (it refuses the keyring calls whose state a template's
+	// user namespace would otherwise keep from one task to the next).
+	templated() bool
 	// teardown gives back what b holds (sweep, home, cgroup) and returns
 	// its uid to the pool once nothing of the run is left.
 	teardown(r *Runner, b *box) error

@@ -25,9 +25,9 @@ type landlockMode struct{}
 
 func (landlockMode) isolation() Isolation { return IsolationLandlock }
 
-// slotted: no namespaces to fork a task into, so each warm sandbox serves
+// templated: no namespaces to fork a task into, so each warm sandbox serves
 // one task.
-func (landlockMode) slotted() bool { return false }
+func (landlockMode) templated() bool { return false }
 
 func (landlockMode) validate(r *Runner, spec Spec) error {
 	if err := validateSpec(spec); err != nil {

@@ -186,9 +186,9 @@ func (namespaceMode) task(r *Runner, spec Spec, b *box) (*initConfig, Layers, er
 	return cfg, layers, nil
 }
 
-// slotted: a task's own pid, IPC and mount namespaces, forked by the
-// slot parent, give it everything else fresh (slot.go).
-func (namespaceMode) slotted() bool { return true }
+// templated: a task's own pid, IPC and mount namespaces, forked by the
+// template, give it everything else fresh (template.go).
+func (namespaceMode) templated() bool { return true }
 
 // killTree: killing the init takes the whole pid namespace with it.
 func (namespaceMode) killTree(*Runner, *box) func(*os.Process) { return nil }

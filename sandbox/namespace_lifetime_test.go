@@ -240,7 +240,7 @@ func TestPrestartedInitsRunLikeColdOnes(t *testing.T) {
 		require.Equal(t, "err\n", o.stderr)
 		require.Equal(t, 3, o.res.ExitCode)
 	}
-	require.Eventually(t, func() bool { return r.warmReady(namespaceMode{}.warmKey(Spec{Limits: r.cfg.Defaults})) == 2 }, 20*time.Second, 5*time.Millisecond, "the pool refills")
+	require.Eventually(t, func() bool { return r.warm.ready(namespaceMode{}.warmKey(Spec{Limits: r.cfg.Defaults})) == 2 }, 20*time.Second, 5*time.Millisecond, "the pool refills")
 
 	scratch := hostDir(t)
 	_, err = r.Run(context.Background(), Spec{Argv: sh("touch $HOME/ran"), Scratch: scratch, Limits: Limits{TmpSize: -1}})

@@ -22,16 +22,16 @@ func (r *Runner) runIsolated(ctx context.Context, m mode, spec Spec) (*Result, e
 	if err := m.validate(r, spec); err != nil {
 		return nil, err
 	}
-	w, refill := r.takeWarm(spec, m.warmKey(spec))
+	w, refill := r.warm.take(spec, m.warmKey(spec))
 	defer refill()
 	var res *Result
 	var layers Layers
 	var err error
 	if w != nil {
 		res, layers, err = r.runWarm(ctx, m, spec, w)
-		if errors.Is(err, errSlotGone) {
+		if errors.Is(err, errTemplateGone) {
 			// The task never ran in it: run it cold.
-			r.log.Warn().Err(err).Msg("a warm slot could not take its task and was discarded; the task runs cold")
+			r.log.Warn().Err(err).Msg("a template could not take its task and was discarded; the task runs cold")
 			res, layers, err = r.runCold(ctx, m, spec)
 		}
 	} else {

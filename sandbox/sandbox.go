@@ -61,9 +61,9 @@ type Config struct {
 	// and whole mount tree built; a warm Landlock-mode one its uid, home,
 	// cgroup and init; both wait for a task, which takes most of the start
 	// cost off a run's critical path. In namespace mode with the Landlock
-	// layer and bounded homes (Defaults.Disk) each is a slot, reused task
-	// after task with fresh pid, IPC and mount namespaces per task (doc.go,
-	// "Slots"); otherwise each serves one run and is replaced in the
+	// layer and bounded homes (Defaults.Disk) each is a template, reused
+	// task after task with fresh pid, IPC and mount namespaces (doc.go,
+	// "Templates"); otherwise each serves one run and is replaced in the
 	// background; each idle one holds a sandbox uid, a scratch directory
 	// and a few MB (and, with Defaults.Disk, a home tmpfs of that size).
 	// Runs whose stdio are *os.File, with Spec.Scratch, or with a disk
@@ -194,7 +194,7 @@ type Runner struct {
 	noLayer atomic.Bool
 
 	life lifecycle // Start and Close (lifecycle.go)
-	warm warmState // warm sandboxes (warm_pool.go)
+	warm *warmPool // warm sandboxes (warm_pool.go)
 }
 
 // New checks the configuration and returns a Runner. It starts nothing
@@ -219,7 +219,8 @@ func New(cfg Config) (*Runner, error) {
 		return nil, err
 	}
 	r := &Runner{cfg: cfg, init: init, log: cfg.Logger.With().Str("component", "sandbox").Logger(), defaultRoot: !explicitRoot}
-	r.warm.refillDelay = refillDeferral
+	build := func(k warmKey, hook func(*nsConfig)) (*warmSandbox, error) { return newWarm(r, k, hook) }
+	r.warm = newWarmPool(build, r.warmServes, r.log)
 	return r, nil
 }
 

@@ -71,7 +71,7 @@ func (s *scratchDir) fill(spec Spec, uid, gid uint32) error {
 }
 
 // write writes spec.Files and the Cwd into the scratch directory, owned
-// by whoever writes them (fill hands them to the sandbox uid; a slot's
+// by whoever writes them (fill hands them to the sandbox uid; a template's
 // worker writes them as that uid already).
 func (s *scratchDir) write(spec Spec) error {
 	// Held by the home's tmpfs, if any: a caller's directory keeps the

@@ -116,7 +116,7 @@ type Spec struct {
 	Finished func(home string)
 	// HomeReady, when set, is called once the run's home holds the
 	// task's files and before the command runs (every mode, cold or warm,
-	// slots included), with the home as the command will see it
+	// templates included), with the home as the command will see it
 	// (HomeView): a caller that serves the home while the command runs
 	// opens it there, never at a path the command reports. Its error
 	// fails the run's setup (a *SetupError, step "home ready"); the

@@ -29,7 +29,7 @@ const endSlack = time.Second
 const endWall = time.Second
 
 // endEntry is a mode and a way into it: a cold run, or a warm sandbox (a
-// slot in the layered namespace mode).
+// template in the layered namespace mode).
 type endEntry struct {
 	name   string
 	runner func(t *testing.T) (*Runner, Isolation)
@@ -41,9 +41,9 @@ type endEntry struct {
 func endEntries(uidBase uint32) []endEntry {
 	return []endEntry{
 		{"namespace cold", func(t *testing.T) (*Runner, Isolation) { return nsRunner(t), IsolationNamespace }},
-		{"namespace slot", func(t *testing.T) (*Runner, Isolation) {
-			r := slotRunner(t, 2) // a trick and its control at once
-			waitSlots(t, r, 2)
+		{"namespace template", func(t *testing.T) (*Runner, Isolation) {
+			r := templateRunner(t, 2) // a trick and its control at once
+			waitTemplates(t, r, 2)
 			return r, IsolationNamespace
 		}},
 		{"landlock cold", func(t *testing.T) (*Runner, Isolation) {
@@ -55,7 +55,7 @@ func endEntries(uidBase uint32) []endEntry {
 			r, err := startedNew(Config{Isolation: IsolationLandlock, ScratchRoot: llTempDir(t, 0o711), Prestart: 2, UIDBase: uidBase + 10, UIDCount: 8})
 			require.NoError(t, err)
 			t.Cleanup(func() { require.NoError(t, r.Close()) })
-			require.Eventually(t, func() bool { return r.warmReady(landlockMode{}.warmKey(Spec{})) == 2 }, 20*time.Second, 5*time.Millisecond, "warm pool fills")
+			require.Eventually(t, func() bool { return r.warm.ready(landlockMode{}.warmKey(Spec{})) == 2 }, 20*time.Second, 5*time.Millisecond, "warm pool fills")
 			return r, IsolationLandlock
 		}},
 		{"auto cold", func(t *testing.T) (*Runner, Isolation) {
@@ -63,9 +63,9 @@ func endEntries(uidBase uint32) []endEntry {
 			require.NoError(t, err)
 			return r, IsolationAuto
 		}},
-		{"auto slot", func(t *testing.T) (*Runner, Isolation) {
-			r := slotRunner(t, 2)
-			waitSlots(t, r, 2)
+		{"auto template", func(t *testing.T) (*Runner, Isolation) {
+			r := templateRunner(t, 2)
+			waitTemplates(t, r, 2)
 			return r, IsolationAuto
 		}},
 	}

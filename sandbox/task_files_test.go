@@ -15,19 +15,20 @@ import (
 
 // workerLike is a started Runner configured as a worker's, in one mode:
 // homes bounded at disk (Defaults.Disk; unbounded: -1) and a warm sandbox
-// of the default view ready (Prestart), a slot where the mode makes them.
+// of the default view ready (Prestart), a template where the mode makes
+// them.
 type workerLike struct {
-	name  string
-	iso   Isolation
-	minLL int   // Config.LandlockMinABI; above the kernel's: no layer, no slots
-	disk  int64 // Config.Defaults.Disk
-	slots bool
+	name      string
+	iso       Isolation
+	minLL     int   // Config.LandlockMinABI; above the kernel's: no layer, no templates
+	disk      int64 // Config.Defaults.Disk
+	templates bool
 	// inForce is the runs' Result.InForce: the mode did run them.
 	inForce string
 }
 
 // workerLikes: namespace alone, Landlock alone and auto (namespace with
-// the Landlock and seccomp layer: slots). An unprivileged worker cannot
+// the Landlock and seccomp layer: templates). An unprivileged worker cannot
 // bound a Landlock-only home: its Landlock runs are unbounded, as the
 // operator must then choose.
 func workerLikes() []workerLike {
@@ -39,7 +40,7 @@ func workerLikes() []workerLike {
 	return []workerLike{
 		{name: "namespace", iso: IsolationNamespace, minLL: len(landlockABIFeatures) - 1, disk: disk, inForce: "namespace"},
 		{name: "landlock", iso: IsolationLandlock, disk: ll, inForce: "landlock+seccomp"},
-		{name: "auto", iso: IsolationAuto, disk: disk, slots: true, inForce: "namespace+landlock+seccomp"},
+		{name: "auto", iso: IsolationAuto, disk: disk, templates: true, inForce: "namespace+landlock+seccomp"},
 	}
 }
 
@@ -67,7 +68,7 @@ func waitWarmReady(t *testing.T, r *Runner) {
 // TestTaskFilesInEveryRunOfAWorker: ten tasks in a row on one runner per
 // mode, each with files of its own: every task reads its own files at
 // their paths under its home, and nothing of the task before it; each
-// takes the warm sandbox the runner has ready (on auto, the same slot).
+// takes the warm sandbox the runner has ready (on auto, the same template).
 func TestTaskFilesInEveryRunOfAWorker(t *testing.T) {
 	for _, w := range workerLikes() {
 		t.Run(w.name, func(t *testing.T) {
@@ -87,8 +88,8 @@ func TestTaskFilesInEveryRunOfAWorker(t *testing.T) {
 				require.Equal(t, []string{fmt.Sprintf("task %d", i), "f.txt", fmt.Sprintf("only-%d", i)}, lines[:3], "task %d", i)
 				homes[lines[3]]++
 			}
-			if w.slots {
-				require.Len(t, homes, 1, "one slot served every task: %v", homes)
+			if w.templates {
+				require.Len(t, homes, 1, "one template served every task: %v", homes)
 			}
 		})
 	}
@@ -96,7 +97,7 @@ func TestTaskFilesInEveryRunOfAWorker(t *testing.T) {
 
 // TestTaskFilesPastTheDiskLimit: a task whose files do not fit its disk
 // limit fails its setup with files.ErrDiskFull naming the limit, in every
-// mode, cold and on a slot; the command never runs. The control: the
+// mode, cold and on a template; the command never runs. The control: the
 // same files under a limit that takes them. An unprivileged worker
 // refuses a bounded Landlock-only run before anything is written.
 func TestTaskFilesPastTheDiskLimit(t *testing.T) {
@@ -106,7 +107,7 @@ func TestTaskFilesPastTheDiskLimit(t *testing.T) {
 		t.Run(w.name, func(t *testing.T) {
 			r := w.runner(t)
 			for _, limit := range []int64{mib, 4 * mib} {
-				if w.slots {
+				if w.templates {
 					waitWarmReady(t, r)
 				}
 				res, err := r.Run(context.Background(), Spec{Argv: sh(`wc -c < big`), Files: big, Limits: Limits{Disk: limit, Wall: time.Minute}})

@@ -55,9 +55,9 @@ func usageModes() []usageMode {
 			waitWarm(t, r, Spec{}, 1)
 			return r, IsolationNamespace
 		}},
-		{"namespace slot", true, func(t *testing.T) (*Runner, Isolation) {
-			r := slotRunner(t, 1)
-			waitSlots(t, r, 1)
+		{"namespace template", true, func(t *testing.T) (*Runner, Isolation) {
+			r := templateRunner(t, 1)
+			waitTemplates(t, r, 1)
 			return r, IsolationNamespace
 		}},
 		{"namespace without cgroup", false, func(t *testing.T) (*Runner, Isolation) { return noCgroups(nsRunner(t)), IsolationNamespace }},
@@ -70,7 +70,7 @@ func usageModes() []usageMode {
 			r, err := startedNew(Config{Isolation: IsolationLandlock, ScratchRoot: llTempDir(t, 0o711), Prestart: 1, UIDBase: 1_900_100_920, UIDCount: 8})
 			require.NoError(t, err)
 			t.Cleanup(func() { require.NoError(t, r.Close()) })
-			require.Eventually(t, func() bool { return r.warmReady(landlockMode{}.warmKey(Spec{})) == 1 }, 20*time.Second, 5*time.Millisecond, "warm pool fills")
+			require.Eventually(t, func() bool { return r.warm.ready(landlockMode{}.warmKey(Spec{})) == 1 }, 20*time.Second, 5*time.Millisecond, "warm pool fills")
 			return r, IsolationLandlock
 		}},
 		{"landlock without cgroup", false, func(t *testing.T) (*Runner, Isolation) {
@@ -96,7 +96,7 @@ func TestUsageMemoryObservesRun(t *testing.T) {
 				if iso == IsolationLandlock {
 					k = landlockMode{}.warmKey(Spec{})
 				}
-				require.Zero(t, r.warmReady(k), "the run took the warm sandbox (the refill waits for its end)")
+				require.Zero(t, r.warm.ready(k), "the run took the warm sandbox (the refill waits for its end)")
 			}
 			require.Equal(t, r.cgroups.Version != 0, h.(*runHandle).cg != nil, "measured from the cgroup exactly when the run has one")
 			idle, err := h.Memory()

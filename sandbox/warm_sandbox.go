@@ -23,25 +23,25 @@ import (
 
 // warmSandbox is one sandbox waiting for its task, served by its own
 // goroutine locked to the OS thread that cloned the init (the init's
-// Pdeathsig is tied to that thread). A slot (slot.go) serves task after
-// task and goes back to its pool after each; any other serves one.
+// Pdeathsig is tied to that thread). A template (template.go) serves task
+// after task and goes back to its pool after each; any other serves one.
 type warmSandbox struct {
 	mode mode
 	box
-	pid  int         // the init's host pid
-	key  warmKey     // the pool it goes back to (a slot)
-	slot *slotParent // nil: not a slot, the init runs the one task itself
-	// lentFrom is the pool a slot running a task came from; pool the one
-	// it went into when built; primed that, waiting there, it has its
-	// next task's init made (warm_pool.go, guarded by its mutex).
-	lentFrom *warmPool
-	pool     *warmPool
+	pid      int             // the init's host pid
+	key      warmKey         // the view it goes back to (a template)
+	template *templateParent // nil: not a template, the init runs the one task itself
+	// lentFrom is the view a template running a task came from; builtFor
+	// the one it went into when built; primed that, waiting there, it has
+	// its next task's init made (warm_pool.go, guarded by its mutex).
+	lentFrom *warmView
+	builtFor *warmView
 	primed   bool
-	// parentTasks are a slot parent's own threads before the task, which
+	// parentTasks are a template's own threads before the task, which
 	// the task's process limits count on top of (cgroup.Group.BeginTask).
 	parentTasks int64
-	view        *nsConfig       // the view a slot's parent built (its tasks keep what /tmp covers)
-	taskPolicy  *landlockPolicy // the Landlock policy a slot's tasks most likely carry
+	view        *nsConfig       // the view a template built (its tasks keep what /tmp covers)
+	taskPolicy  *landlockPolicy // the Landlock policy a template's tasks most likely carry
 	jobs        chan warmJob    // a job at a time; closed to discard the sandbox
 	done        chan struct{}   // closed once the init is reaped and torn down
 }
@@ -60,7 +60,7 @@ type warmOut struct {
 // newWarm builds one warm sandbox for k: the skeleton's acquire, then an
 // init that has built the view and waits for its task. On failure
 // everything it took is given back and the error names the step.
-func (r *Runner) newWarm(k warmKey, hook func(*nsConfig)) (*warmSandbox, error) {
+func newWarm(r *Runner, k warmKey, hook func(*nsConfig)) (*warmSandbox, error) {
 	m := k.mode
 	b, plan, err := r.acquire(m, k.spec(), r.cfg.Defaults, hook)
 	if err != nil {
@@ -72,17 +72,17 @@ func (r *Runner) newWarm(k warmKey, hook func(*nsConfig)) (*warmSandbox, error) 
 		r.giveBack(m, b)
 		return nil, err
 	}
-	var slotEnd *os.File
-	if r.slots(m) {
-		// A slot: its tasks' inits build the policy, not the parent.
-		if w.slot, slotEnd, err = newSlotSocket(); err != nil {
+	var templateEnd *os.File
+	if templates(r, m) {
+		// A template: its tasks' inits build the policy, not the template.
+		if w.template, templateEnd, err = newTemplateSocket(); err != nil {
 			r.giveBack(m, b)
 			return nil, err
 		}
 		w.taskPolicy, policy = policy, nil
 	}
 	ready := make(chan error, 1)
-	go w.serve(r, plan.attr, plan.view, policy, slotEnd, ready)
+	go w.serve(r, plan.attr, plan.view, policy, templateEnd, ready)
 	if err := <-ready; err != nil {
 		<-w.done // reaped and torn down by serve
 		return nil, err
@@ -104,20 +104,20 @@ func warmPolicy(r *Runner, m mode, k warmKey, b *box) (*landlockPolicy, error) {
 // serve owns the warm init for its whole life, on one locked OS thread.
 // It reports on ready whether the view was built, then runs the one job
 // (or is discarded), tears the sandbox down and closes done.
-func (w *warmSandbox) serve(r *Runner, attr *syscall.SysProcAttr, ns *nsConfig, policy *landlockPolicy, slotEnd *os.File, ready chan<- error) {
+func (w *warmSandbox) serve(r *Runner, attr *syscall.SysProcAttr, ns *nsConfig, policy *landlockPolicy, templateEnd *os.File, ready chan<- error) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	defer close(w.done)
 	teardown := func() {
-		if w.slot != nil {
-			w.slot.close()
+		if w.template != nil {
+			w.template.close()
 		}
 		r.giveBack(w.mode, &w.box)
 	}
 	pipes, err := newStdioPipes()
 	if err != nil {
-		if slotEnd != nil {
-			slotEnd.Close()
+		if templateEnd != nil {
+			templateEnd.Close()
 		}
 		teardown()
 		ready <- &SetupError{Step: "stdio pipes", Err: err}
@@ -125,10 +125,10 @@ func (w *warmSandbox) serve(r *Runner, attr *syscall.SysProcAttr, ns *nsConfig, 
 	}
 	defer pipes.close()
 	var s *startedInit
-	if slotEnd != nil {
-		// The slot parent's stdio is /dev/null: each task has its own.
-		s, err = startInit(r.init, attr, w.cg, nil, nil, nil, slotEnd)
-		slotEnd.Close()
+	if templateEnd != nil {
+		// The template's stdio is /dev/null: each task has its own.
+		s, err = startInit(r.init, attr, w.cg, nil, nil, nil, templateEnd)
+		templateEnd.Close()
 	} else {
 		s, err = startInit(r.init, attr, w.cg, pipes.inR, pipes.outW, pipes.errW)
 	}
@@ -142,8 +142,8 @@ func (w *warmSandbox) serve(r *Runner, attr *syscall.SysProcAttr, ns *nsConfig, 
 	w.pid = s.proc.hostPID()
 	// Before its task the init has started nothing: killing it is enough.
 	kill := func() { s.kill(nil) }
-	err = s.prepare(w.cg, &initConfig{Prepare: true, NS: ns, Landlock: policy, Slot: w.slot != nil})
-	if err == nil && w.slot == nil {
+	err = s.prepare(w.cg, &initConfig{Prepare: true, NS: ns, Landlock: policy, Template: w.template != nil})
+	if err == nil && w.template == nil {
 		err = w.hold(w.pid) // a home the init mounted (disk_quota.go)
 	}
 	if err != nil {
@@ -154,8 +154,8 @@ func (w *warmSandbox) serve(r *Runner, attr *syscall.SysProcAttr, ns *nsConfig, 
 	}
 	ready <- nil
 
-	if w.slot != nil {
-		w.serveSlot(r, kill, teardown)
+	if w.template != nil {
+		w.serveTemplate(r, kill, teardown)
 		return
 	}
 	job, ok := <-w.jobs
@@ -173,15 +173,16 @@ func (w *warmSandbox) serve(r *Runner, attr *syscall.SysProcAttr, ns *nsConfig, 
 	job.out <- warmOut{res: res, err: err}
 }
 
-// serveSlot runs a slot's tasks, one job at a time, until the slot is
-// discarded or a task leaves it unusable; after each task the slot goes
-// back to its pool, once nothing of the task is left in it, before the
-// task's result is handed over (so the run's refill finds it there).
+// serveTemplate runs a template's tasks, one job at a time, until the
+// template is discarded or a task leaves it unusable; after each task the
+// template goes back to its pool, once nothing of the task is left in it,
+// before the task's result is handed over (so the run's refill finds it
+// there).
 //
-// While idle the slot has the next task's init ready (readyChild: a home
-// of the default disk limit, the key's Landlock ruleset), made once the
-// slot is back, with the cgroup at its default limits.
-func (w *warmSandbox) serveSlot(r *Runner, kill, teardown func()) {
+// While idle the template has the next task's init ready (readyChild: a
+// home of the default disk limit, the key's Landlock ruleset), made once
+// the template is back, with the cgroup at its default limits.
+func (w *warmSandbox) serveTemplate(r *Runner, kill, teardown func()) {
 	next := w.prime(r)
 	job, ok := <-w.jobs
 	for ok {
@@ -193,27 +194,27 @@ func (w *warmSandbox) serveSlot(r *Runner, kill, teardown func()) {
 			}
 			var err error
 			if c, err = w.readyChild(job.l.spec.Limits.Disk, job.l.cfg.Landlock); err != nil {
-				r.unlendWarm(w)
+				r.warm.unlend(w)
 				kill()
 				teardown()
 				job.out <- warmOut{err: err}
 				return
 			}
 		}
-		res, err := w.slotTask(job, c)
+		res, err := w.templateTask(job, c)
 		why := ""
 		switch {
 		case err != nil:
 			why = "its task failed to run"
-		case !w.slotClean():
+		case !w.templateClean():
 			why = "processes of its last task outlived it"
-			r.log.Warn().Uint32("uid", w.uid).Msg("a slot's cgroup still holds processes of its last task after " + releaseGrace.String() + ": the slot is discarded")
-		case !r.returnWarm(w):
+			r.log.Warn().Uint32("uid", w.uid).Msg("a template's cgroup still holds processes of its last task after " + releaseGrace.String() + ": the template is discarded")
+		case !r.warm.putBack(w):
 			why = "its pool is full or gone"
 		}
 		if why != "" {
-			r.unlendWarm(w)
-			r.log.Debug().Err(err).Str("why", why).Uint32("uid", w.uid).Msg("slot discarded")
+			r.warm.unlend(w)
+			r.log.Debug().Err(err).Str("why", why).Uint32("uid", w.uid).Msg("template discarded")
 			kill()
 			teardown()
 			job.out <- warmOut{res: res, err: err}
@@ -225,17 +226,17 @@ func (w *warmSandbox) serveSlot(r *Runner, kill, teardown func()) {
 	if next != nil {
 		next.discard()
 	}
-	r.unlendWarm(w)
+	r.warm.unlend(w)
 	kill()
 	teardown()
 }
 
-// awaitJob waits, after a task, for the slot's next job and returns it
-// (ok false: the slot is discarded) with the next task's init: made at
+// awaitJob waits, after a task, for the template's next job and returns it
+// (ok false: the template is discarded) with the next task's init: made at
 // once, or after the refill's deferral (warm_pool.go), or on the job's
 // arrival if it comes first.
 func (w *warmSandbox) awaitJob(r *Runner) (job warmJob, ok bool, next *readyChild) {
-	if d, taken := r.refillWait(w); d > 0 {
+	if d, taken := r.warm.refillWait(w); d > 0 {
 		t := time.NewTimer(d)
 		came := false
 		select {
@@ -245,7 +246,7 @@ func (w *warmSandbox) awaitJob(r *Runner) (job warmJob, ok bool, next *readyChil
 		case <-t.C:
 		}
 		t.Stop()
-		r.refillDone(w)
+		r.warm.refillDone(w)
 		if came {
 			if ok {
 				next = w.nextChild(r, job.l.spec.Limits.Disk, job.l.cfg.Landlock) // the job's own
@@ -258,21 +259,21 @@ func (w *warmSandbox) awaitJob(r *Runner) (job warmJob, ok bool, next *readyChil
 	return job, ok, next
 }
 
-// prime makes the next task's init of the waiting slot (nil on failure:
+// prime makes the next task's init of the waiting template (nil on failure:
 // nextChild) and counts it in the pool.
 func (w *warmSandbox) prime(r *Runner) *readyChild {
 	c := w.nextChild(r, r.cfg.Defaults.Disk, w.taskPolicy)
 	if c != nil {
-		r.markPrimed(w)
+		r.warm.markPrimed(w)
 	}
 	return c
 }
 
 // nextChild readies the next task's init with a home of size bytes and
-// the Landlock ruleset policy while the slot is idle: the cgroup back at
-// the default limits (a task's own could be too small for an init's
+// the Landlock ruleset policy while the template is idle: the cgroup back
+// at the default limits (a task's own could be too small for an init's
 // start), the parent's own threads counted first. A failure
-// leaves it to the next task to fork its own (and fail the slot then).
+// leaves it to the next task to fork its own (and fail the template then).
 func (w *warmSandbox) nextChild(r *Runner, size int64, policy *landlockPolicy) *readyChild {
 	n, err := w.cg.TasksNow()
 	if err == nil {
@@ -280,12 +281,12 @@ func (w *warmSandbox) nextChild(r *Runner, size int64, policy *landlockPolicy) *
 		err = w.cg.SetLimits(r.cfg.Defaults.Memory, r.cfg.Defaults.Processes+n)
 	}
 	if err != nil {
-		r.log.Debug().Err(err).Msg("slot: the next task's init is not made ahead")
+		r.log.Debug().Err(err).Msg("template: the next task's init is not made ahead")
 		return nil
 	}
 	c, err := w.readyChild(size, policy)
 	if err != nil {
-		r.log.Debug().Err(err).Msg("slot: the next task's init is not made ahead")
+		r.log.Debug().Err(err).Msg("template: the next task's init is not made ahead")
 		return nil
 	}
 	return c
@@ -304,8 +305,8 @@ func (w *warmSandbox) run(ctx context.Context, l initLaunch) (*Result, error) {
 // its limits; on failure the sandbox is discarded and the task never runs
 // in it.
 func (w *warmSandbox) prepare(spec Spec) error {
-	if w.slot != nil {
-		return nil // each task gets a home of its limit and its cgroup limits in the slot (slotTask)
+	if w.template != nil {
+		return nil // each task gets a home of its limit and its cgroup limits in the template (templateTask)
 	}
 	err := w.home.resize(spec.Limits.Disk)
 	if err == nil {

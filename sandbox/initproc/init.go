@@ -86,12 +86,13 @@ type Config struct {
 	// before StatusReady and enforced only if the task's policy is equal
 	// (else the task's own is built; the prepared one is dropped).
 	Prepare bool `json:"prepare,omitempty"`
-	// Slot, with Prepare and NS, makes this init a slot parent (slot.go):
-	// after StatusReady it serves tasks on SlotFD, never one of its own.
-	Slot bool `json:"slot,omitempty"`
-	// Fresh is a slot child's own mounts (slot.go), built in phase 2
-	// instead of NS; always with Prepare (the worker writes the task's
-	// files into the fresh home before the task comes).
+	// Template, with Prepare and NS, makes this init a template
+	// (template.go): after StatusReady it serves tasks on TemplateFD, never
+	// one of its own.
+	Template bool `json:"slot,omitempty"`
+	// Fresh is a template's child's own mounts (template.go), built in
+	// phase 2 instead of NS; always with Prepare (the worker writes the
+	// task's files into the fresh home before the task comes).
 	Fresh *Fresh `json:"fresh,omitempty"`
 }
 
@@ -213,8 +214,8 @@ func run() error {
 		return fail("setsid", "", err)
 	}
 	switch {
-	case cfg.NS != nil && cfg.Fresh != nil, cfg.Slot && (cfg.NS == nil || !cfg.Prepare):
-		return fail("read config", "", errors.New("a slot parent builds a view, a slot child mounts its own: not both"))
+	case cfg.NS != nil && cfg.Fresh != nil, cfg.Template && (cfg.NS == nil || !cfg.Prepare):
+		return fail("read config", "", errors.New("a template builds a view, a template's child mounts its own: not both"))
 	case cfg.NS != nil:
 		if err := setupNamespace(cfg.NS); err != nil {
 			return err
@@ -237,15 +238,15 @@ func run() error {
 		if _, err := rawFD(StatusFD).Write([]byte{StatusReady}); err != nil {
 			return fail("report ready", "", err)
 		}
-		if cfg.Slot {
+		if cfg.Template {
 			prepared.Close()
-			serveSlot() // never returns
+			serveTemplate() // never returns
 		}
 		var task Config
 		if err := conf.Decode(&task); err != nil {
 			return fail("read task", "", err)
 		}
-		if len(task.Argv) == 0 || task.NS != nil || task.Fresh != nil || task.Prepare || task.Slot {
+		if len(task.Argv) == 0 || task.NS != nil || task.Fresh != nil || task.Prepare || task.Template {
 			return fail("read task", "", errors.New("empty argv or a second view"))
 		}
 		cfg = task

@@ -15,12 +15,12 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// A slot is a sandbox reused task after task (namespace mode). Its init,
-// the slot parent, built the view once (Config.NS with Config.Slot) and
-// holds the namespaces every task of the slot shares: user, network, UTS,
-// cgroup, and the slot's own mount and pid namespaces, where it is pid 1.
+// A template is the init of a sandbox reused task after task (namespace
+// mode). It built the view once (Config.NS with Config.Template) and
+// holds the namespaces every task of it shares: user, network, UTS,
+// cgroup, and its own mount and pid namespaces, where it is pid 1.
 // It never runs a task itself. For each task the worker sends it, over
-// SlotFD, the task's stdio and a config and status pipe of its own; it
+// TemplateFD, the task's stdio and a config and status pipe of its own; it
 // forks (the clone copies a small process, no new user namespace) a fresh
 // init of this binary into new pid, IPC and mount namespaces, with those
 // pipes as its descriptors 0..4, and reports the child's pidfd and, once
@@ -35,47 +35,48 @@ import (
 
 // InitEnv is the environment every init starts with (none of it reaches
 // the task, whose environment is Config.Env): one processor (the init is
-// one locked thread's work; fewer threads, and a slot parent's count
+// one locked thread's work; fewer threads, and a template's count
 // against its cgroup's pids), and no garbage collection, which an init,
 // gone at its exec, never needs (exec.go then skips its collection).
 var InitEnv = []string{"GOMAXPROCS=1", "GOGC=off"}
 
-// SlotFD is a slot parent's end of its SOCK_SEQPACKET socket to the
+// TemplateFD is a template's end of its SOCK_SEQPACKET socket to the
 // worker (exec.Cmd.ExtraFiles' third entry).
-const SlotFD = 5
+const TemplateFD = 5
 
 // BinaryFD is the init's descriptor on its own binary, the one it was
 // exec'd through (/proc/self/fd/6) when the worker runs a dedicated init
-// (ExtraFiles' fourth entry; the third is then SlotFD or none). Like
+// (ExtraFiles' fourth entry; the third is then TemplateFD or none). Like
 // every descriptor above stdio it closes at the task's exec.
 const BinaryFD = 6
 
-// Slot replies, the first byte of each message the slot parent sends.
+// Template replies, the first byte of each message the template sends.
 const (
-	SlotSpawned     = 'p' // the child runs; its pidfd is the message's only descriptor
-	SlotSpawnFailed = 'f' // the fork or exec failed: a uint32 errno follows
-	SlotExited      = 'w' // the child was reaped: a SlotExit follows
+	TemplateSpawned     = 'p' // the child runs; its pidfd is the message's only descriptor
+	TemplateSpawnFailed = 'f' // the fork or exec failed: a uint32 errno follows
+	TemplateExited      = 'w' // the child was reaped: a TemplateExit follows
 )
 
-// SlotTaskFDs is how many descriptors a task request carries: stdin,
+// TemplateTaskFDs is how many descriptors a task request carries: stdin,
 // stdout, stderr, the child's config pipe (read end) and its status pipe
 // (write end), in that order.
-const SlotTaskFDs = 5
+const TemplateTaskFDs = 5
 
-// TaskCaps are the capabilities (in the slot's user namespace) a slot's
-// child keeps across its exec, to mount its fresh /proc, home, /tmp and
-// /dev/shm and drop its bounding set. It drops them all before the task.
+// TaskCaps are the capabilities (in the template's user namespace) a
+// template's child keeps across its exec, to mount its fresh /proc, home,
+// /tmp and /dev/shm and drop its bounding set. It drops them all before
+// the task.
 var TaskCaps = []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_SETPCAP, unix.CAP_SYS_RESOURCE}
 
-// taskCloneFlags are the namespaces each task of a slot gets of its own.
+// taskCloneFlags are the namespaces each task of a template has of its own.
 const taskCloneFlags = unix.CLONE_NEWPID | unix.CLONE_NEWNS | unix.CLONE_NEWIPC
 
-// Fresh is what a slot's child mounts in its own namespaces before
-// StatusReady: a fresh /proc of its pid namespace over the slot's, a
-// home tmpfs of Home.Size over the slot's home, and that home's .tmp and
-// .shm at /tmp and /dev/shm (nosuid, nodev, noexec).
+// Fresh is what a template's child mounts in its own namespaces before
+// StatusReady: a fresh /proc of its pid namespace over the template's, a
+// home tmpfs of Home.Size over the template's home, and that home's .tmp
+// and .shm at /tmp and /dev/shm (nosuid, nodev, noexec).
 //
-// Covering /tmp and /dev/shm covers what the slot's view mounted under
+// Covering /tmp and /dev/shm covers what the template's view mounted under
 // them (a home or a toolchain under the host's /tmp): Keep are those
 // binds of the view and Symlinks its links there, made again on top, in
 // the view's order (the home is then the fresh one), and Hide its hidden
@@ -87,8 +88,8 @@ type Fresh struct {
 	Hide     []string  `json:"hide,omitempty"`
 }
 
-// SlotExit is how a slot's child ended, as its parent reaped it.
-type SlotExit struct {
+// TemplateExit is how a template's child ended, as the template reaped it.
+type TemplateExit struct {
 	Status syscall.WaitStatus
 	OwnCPU time.Duration // the child's own user + system time (not its children's)
 	User   time.Duration // rusage of the child and its reaped descendants
@@ -96,12 +97,12 @@ type SlotExit struct {
 	MaxRSS int64 // kilobytes
 }
 
-const slotExitLen = 1 + 4 + 4*8
+const templateExitLen = 1 + 4 + 4*8
 
-// Marshal encodes e as a SlotExited message.
-func (e SlotExit) Marshal() []byte {
-	b := make([]byte, slotExitLen)
-	b[0] = SlotExited
+// Marshal encodes e as a TemplateExited message.
+func (e TemplateExit) Marshal() []byte {
+	b := make([]byte, templateExitLen)
+	b[0] = TemplateExited
 	binary.LittleEndian.PutUint32(b[1:], uint32(e.Status))
 	for i, v := range []int64{int64(e.OwnCPU), int64(e.User), int64(e.Sys), e.MaxRSS} {
 		binary.LittleEndian.PutUint64(b[5+8*i:], uint64(v))
@@ -109,20 +110,20 @@ func (e SlotExit) Marshal() []byte {
 	return b
 }
 
-// UnmarshalSlotExit decodes a SlotExited message.
-func UnmarshalSlotExit(b []byte) (SlotExit, error) {
-	if len(b) != slotExitLen || b[0] != SlotExited {
-		return SlotExit{}, errors.New("slot: malformed exit report")
+// UnmarshalTemplateExit decodes a TemplateExited message.
+func UnmarshalTemplateExit(b []byte) (TemplateExit, error) {
+	if len(b) != templateExitLen || b[0] != TemplateExited {
+		return TemplateExit{}, errors.New("template: malformed exit report")
 	}
 	v := func(i int) int64 { return int64(binary.LittleEndian.Uint64(b[5+8*i:])) }
-	return SlotExit{Status: syscall.WaitStatus(binary.LittleEndian.Uint32(b[1:])),
+	return TemplateExit{Status: syscall.WaitStatus(binary.LittleEndian.Uint32(b[1:])),
 		OwnCPU: time.Duration(v(0)), User: time.Duration(v(1)), Sys: time.Duration(v(2)), MaxRSS: v(3)}, nil
 }
 
-// serveSlot is a slot parent's life after StatusReady: one task request
+// serveTemplate is a template's life after StatusReady: one task request
 // at a time until the worker closes its end, then exit. It never returns.
-func serveSlot() {
-	// No descriptor of the slot parent reaches a child but the five it is
+func serveTemplate() {
+	// No descriptor of the template reaches a child but the five it is
 	// given; the task's own init closes the rest at its exec again.
 	if err := unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
 		os.Exit(ExitSetup)
@@ -130,33 +131,33 @@ func serveSlot() {
 	// Long-lived, unlike every other init (InitEnv): collect garbage.
 	debug.SetGCPercent(100)
 	buf := make([]byte, 16)
-	oob := make([]byte, unix.CmsgSpace(4*SlotTaskFDs))
+	oob := make([]byte, unix.CmsgSpace(4*TemplateTaskFDs))
 	for {
-		n, oobn, _, _, err := unix.Recvmsg(SlotFD, buf, oob, unix.MSG_CMSG_CLOEXEC)
+		n, oobn, _, _, err := unix.Recvmsg(TemplateFD, buf, oob, unix.MSG_CMSG_CLOEXEC)
 		if err == unix.EINTR {
 			continue
 		}
 		if err != nil || (n == 0 && oobn == 0) {
-			os.Exit(0) // the worker closed the slot (or is gone)
+			os.Exit(0) // the worker closed the template (or is gone)
 		}
 		fds := ReceivedFDs(oob[:oobn])
-		if len(fds) != SlotTaskFDs {
+		if len(fds) != TemplateTaskFDs {
 			closeAll(fds)
-			slotReply([]byte{SlotSpawnFailed, byte(unix.EINVAL), 0, 0, 0}, -1)
+			templateReply([]byte{TemplateSpawnFailed, byte(unix.EINVAL), 0, 0, 0}, -1)
 			continue
 		}
 		pid, pidfd, err := spawnTask(fds)
 		closeAll(fds)
 		if err != nil {
 			errno, _ := err.(syscall.Errno)
-			r := []byte{SlotSpawnFailed, 0, 0, 0, 0}
+			r := []byte{TemplateSpawnFailed, 0, 0, 0, 0}
 			binary.LittleEndian.PutUint32(r[1:], uint32(errno))
-			slotReply(r, -1)
+			templateReply(r, -1)
 			continue
 		}
-		slotReply([]byte{SlotSpawned}, pidfd)
+		templateReply([]byte{TemplateSpawned}, pidfd)
 		_ = unix.Close(pidfd)
-		slotReply(reapTask(pid).Marshal(), -1)
+		templateReply(reapTask(pid).Marshal(), -1)
 	}
 }
 
@@ -174,7 +175,7 @@ func spawnTask(fds []int) (pid, pidfd int, err error) {
 		Sys: &syscall.SysProcAttr{
 			Cloneflags:  taskCloneFlags,
 			AmbientCaps: TaskCaps,
-			Pdeathsig:   syscall.SIGKILL, // this thread: the slot parent's locked main thread
+			Pdeathsig:   syscall.SIGKILL, // this thread: the template's locked main thread
 			PidFD:       &pidfd,
 		},
 	})
@@ -193,7 +194,7 @@ func spawnTask(fds []int) (pid, pidfd int, err error) {
 // this process its tracer (PTRACE_TRACEME) and exited is reaped, or the
 // task's end would never be reported (package sandbox/internal/reap); a
 // tracee's stop or trap is consumed, since it is no end.
-func reapTask(pid int) SlotExit {
+func reapTask(pid int) TemplateExit {
 	for {
 		r, err := reap.Next()
 		if err != nil || (r.PID == pid && r.Code.Ended()) {
@@ -205,7 +206,7 @@ func reapTask(pid int) SlotExit {
 		}
 		reap.Discard(r)
 	}
-	var e SlotExit
+	var e TemplateExit
 	if b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat"); err == nil {
 		e.OwnCPU = StatCPU(b)
 	}
@@ -222,15 +223,15 @@ func reapTask(pid int) SlotExit {
 	return e
 }
 
-// slotReply sends one message to the worker, with fd as its descriptor
-// when fd >= 0. A worker that is gone ends the slot.
-func slotReply(msg []byte, fd int) {
+// templateReply sends one message to the worker, with fd as its descriptor
+// when fd >= 0. A worker that is gone ends the template.
+func templateReply(msg []byte, fd int) {
 	var oob []byte
 	if fd >= 0 {
 		oob = unix.UnixRights(fd)
 	}
 	for {
-		err := unix.Sendmsg(SlotFD, msg, oob, nil, 0)
+		err := unix.Sendmsg(TemplateFD, msg, oob, nil, 0)
 		if err == unix.EINTR {
 			continue
 		}
@@ -263,16 +264,16 @@ func closeAll(fds []int) {
 	}
 }
 
-// setupFresh is a slot child's namespace phase (Config.Fresh), in its new
-// mount namespace, a copy of the slot's: everything it mounts stacks over
-// the slot's own mounts and dies with this namespace.
+// setupFresh is a template's child's namespace phase (Config.Fresh), in its
+// new mount namespace, a copy of the template's: everything it mounts
+// stacks over the template's own mounts and dies with this namespace.
 func setupFresh(f *Fresh) error {
 	flags := uintptr(unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC)
-	// The /proc of this pid namespace: the slot parent is not in it.
+	// The /proc of this pid namespace: the template is not in it.
 	if err := unix.Mount("proc", "/proc", "proc", flags, ""); err != nil {
 		return fail("mount /proc", "/proc", err)
 	}
-	// The slot parent's memory is charged to the cgroup its tasks are
+	// The template's memory is charged to the cgroup its tasks are
 	// limited by: the OOM killer must choose the task, however small its
 	// processes. Raising needs no privilege; the task can lower it back to
 	// the parent's at most (oom_score_adj_min), never below.
@@ -313,8 +314,8 @@ func setupFresh(f *Fresh) error {
 	return hideAll(root, f.Hide)
 }
 
-// UnderTmp reports whether path lies in /tmp or /dev/shm, which a slot's
-// task covers with its own (Fresh.Keep).
+// UnderTmp reports whether path lies in /tmp or /dev/shm, which a
+// template's task covers with its own (Fresh.Keep).
 func UnderTmp(path string) bool {
 	return strings.HasPrefix(path, "/tmp/") || strings.HasPrefix(path, "/dev/shm/")
 }

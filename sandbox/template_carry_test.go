@@ -8,7 +8,7 @@ import (
 )
 
 // carryProbe prints, one "name: value" line each, what a task can find
-// of an earlier task on its slot: files in its home, /tmp and /dev/shm,
+// of an earlier task on its template: files in its home, /tmp and /dev/shm,
 // SysV IPC objects, other processes, an abstract unix socket, an
 // environment variable, its open-files rlimit, its seccomp filters and
 // its mounts.
@@ -54,33 +54,33 @@ if os.fork() == 0:
     os._exit(0)
 os.close(w)
 assert os.read(r, 1) == b"x", "the daemon holds the socket"
-# add_key(2) into the user keyring, which a slot's user namespace keeps.
+# add_key(2) into the user keyring, which a template's user namespace keeps.
 ADD_KEY = 248
 k = libc.syscall(ADD_KEY, b"user", b"warren-carry", b"x", 1, -4)
 print("add_key:", "refused" if k < 0 else "added")
 exec(open(sys.argv[1]).read())
 `
 
-// TestSlotCarriesNothingOver: a task leaves traces of every kind its
-// slot could keep (and sees them itself: the control); the next task on
-// the same slot finds none, with its own rlimits, environment, seccomp
+// TestTemplateCarriesNothingOver: a task leaves traces of every kind its
+// template could keep (and sees them itself: the control); the next task on
+// the same template finds none, with its own rlimits, environment, seccomp
 // state and cgroup counters. Peak memory and OOM kills are the task's
-// own, not the slot's so far.
-func TestSlotCarriesNothingOver(t *testing.T) {
-	r := slotRunner(t, 1)
+// own, not the template's so far.
+func TestTemplateCarriesNothingOver(t *testing.T) {
+	r := templateRunner(t, 1)
 	// Unix sockets allowed (the seccomp layer refuses AF_UNIX otherwise):
 	// a view of its own, whose pool the first run creates.
 	view := Spec{UnixSockets: true}
 	runIn(t, r, Spec{Argv: sh(`true`), UnixSockets: true})
-	parent := waitSlotsFor(t, r, view, 1)
-	waitSlots := func(*testing.T, *Runner, int) []int { return waitSlotsFor(t, r, view, 1) }
+	parent := waitTemplatesFor(t, r, view, 1)
+	waitTemplates := func(*testing.T, *Runner, int) []int { return waitTemplatesFor(t, r, view, 1) }
 	files := map[string][]byte{"probe.py": []byte(carryProbe)}
 	leave := runIn(t, r, Spec{
 		Argv:  []string{python, "-c", carryLeave + "\nbytearray(160 << 20)\n", "probe.py"},
 		Files: files, Env: map[string]string{"CARRY": "1"}, Limits: Limits{OpenFiles: 99}, UnixSockets: true,
 	})
 	require.Equal(t, 0, leave.res.ExitCode, leave.stderr)
-	require.Equal(t, parent, waitSlots(t, r, 1), "the first task ran in the slot, which serves again")
+	require.Equal(t, parent, waitTemplates(t, r, 1), "the first task ran in the template, which serves again")
 	got := probeLines(t, leave.stdout)
 	require.Equal(t, "refused", got["add_key"], "keyring calls are refused by the seccomp layer")
 	require.Equal(t, map[string]string{"home": "found", "tmp": "found", "shm": "found", "ipc": "3", "abstract": "found", "env": "1", "nofile": "99"},
@@ -90,14 +90,14 @@ func TestSlotCarriesNothingOver(t *testing.T) {
 
 	next := runIn(t, r, Spec{Argv: []string{python, "probe.py"}, Files: files, UnixSockets: true})
 	require.Equal(t, 0, next.res.ExitCode, next.stderr)
-	require.Equal(t, parent, waitSlots(t, r, 1), "the same slot ran the next task")
+	require.Equal(t, parent, waitTemplates(t, r, 1), "the same template ran the next task")
 	again := probeLines(t, next.stdout)
 	require.Equal(t, map[string]string{"home": "none", "tmp": "none", "shm": "none", "ipc": "0", "processes": "0", "abstract": "none", "env": "none"},
 		pick(again, "home", "tmp", "shm", "ipc", "processes", "abstract", "env"), "nothing of the first task is left")
 	require.NotEqual(t, "99", again["nofile"], "its own open-files limit")
 	require.Equal(t, got["filters"], again["filters"], "seccomp filters do not pile up")
 	require.Equal(t, got["mounts"], again["mounts"], "the same mounts")
-	require.Less(t, next.res.PeakMemory, int64(100<<20), "its own peak, not the slot's")
+	require.Less(t, next.res.PeakMemory, int64(100<<20), "its own peak, not the template's")
 
 	if r.cgroups.Version == 0 {
 		t.Logf("no cgroup here (%s): memory is RLIMIT_AS, no OOM kill to count", r.cgroups.Why)
@@ -105,10 +105,10 @@ func TestSlotCarriesNothingOver(t *testing.T) {
 	}
 	oom := runIn(t, r, Spec{Argv: py(`bytearray(400 << 20)`), Limits: Limits{Memory: 128 << 20}, UnixSockets: true})
 	require.GreaterOrEqual(t, oom.res.OOMKills, 1, "control: the OOM kill is counted")
-	require.Equal(t, parent, waitSlots(t, r, 1), "an OOM-killed task leaves the slot serving")
+	require.Equal(t, parent, waitTemplates(t, r, 1), "an OOM-killed task leaves the template serving")
 	after := runIn(t, r, Spec{Argv: sh(`true`), UnixSockets: true})
 	require.Equal(t, 0, after.res.OOMKills, "the OOM kill was the earlier task's")
-	require.Equal(t, parent, waitSlots(t, r, 1))
+	require.Equal(t, parent, waitTemplates(t, r, 1))
 }
 
 func probeLines(t *testing.T, out string) map[string]string {
