@@ -33,7 +33,7 @@ func (landlockMode) validate(r *Runner, spec Spec) error {
 	if err := validateSpec(spec); err != nil {
 		return err
 	}
-	if err := r.validateHidden(spec); err != nil {
+	if err := validateHidden(spec, r.cfg.ScratchRoot); err != nil {
 		return err
 	}
 	if err := landlockABI().require(r.cfg.LandlockMinABI); err != nil {
@@ -101,7 +101,7 @@ func (landlockMode) task(r *Runner, spec Spec, b *box) (*initConfig, Layers, err
 		Env:      env,
 		Path:     path,
 		Dir:      filepath.Join(home, spec.Cwd),
-		Rlimits:  r.rlimits(spec.Limits),
+		Rlimits:  rlimits(spec.Limits, r.cgroups),
 		Landlock: policy,
 	}
 	if r.pool != nil {

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/warrenhq/warren/sandbox/internal/cgroup"
 	"golang.org/x/sys/unix"
 )
 
@@ -13,9 +14,9 @@ import (
 // would also cap address space that runtimes reserve without using (a Go
 // program reserves ~1 GB at start). Without cgroups RLIMIT_AS is the only
 // memory bound.
-func (r *Runner) rlimits(l Limits) []initRlimit {
+func rlimits(l Limits, cgroups cgroup.Support) []initRlimit {
 	rl := limitsToRlimits(l)
-	if r.cgroups.Version == 0 {
+	if cgroups.Version == 0 {
 		return rl
 	}
 	return slices.DeleteFunc(rl, func(x initRlimit) bool { return x.Resource == unix.RLIMIT_AS })

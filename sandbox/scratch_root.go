@@ -24,11 +24,11 @@ func makeScratchRoot(dir string, explicit bool) error {
 	return err
 }
 
-// sweepRoots are the scratch roots a Runner sweeps: its own and, on the
-// default root, the earlier shared default when this user owns it.
-func (r *Runner) sweepRoots() []string {
-	roots := []string{r.cfg.ScratchRoot}
-	if r.defaultRoot {
+// sweepRoots are the scratch roots a Runner sweeps: its own (root) and,
+// on the default root, the earlier shared default when this user owns it.
+func sweepRoots(root string, defaultRoot bool) []string {
+	roots := []string{root}
+	if defaultRoot {
 		if fi, err := os.Lstat(home.LegacyRoot()); err == nil && fi.IsDir() {
 			if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) == os.Geteuid() {
 				roots = append(roots, home.LegacyRoot())

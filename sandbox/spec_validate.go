@@ -33,7 +33,7 @@ func validateSpec(spec Spec) error {
 // refuses what it refuses, before anything is acquired: the home is not
 // made yet, so its place (the scratch root, or the caller's directory)
 // stands for it.
-func (r *Runner) validateHidden(spec Spec) error {
-	_, err := resolveHidden(spec, r.cfg.ScratchRoot, spec.Scratch)
+func validateHidden(spec Spec, scratchRoot string) error {
+	_, err := resolveHidden(spec, scratchRoot, spec.Scratch)
 	return err
 }

@@ -16,7 +16,7 @@ import (
 // logged and left.
 func (r *Runner) sweepStale() {
 	n := 0
-	for _, root := range r.sweepRoots() {
+	for _, root := range sweepRoots(r.cfg.ScratchRoot, r.defaultRoot) {
 		ents, err := os.ReadDir(root)
 		if err != nil {
 			r.log.Warn().Err(err).Str("path", root).Msg("sweeping stale sandboxes: reading the scratch root")

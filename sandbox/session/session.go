@@ -8,10 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/warrenhq/warren/sandbox"
 	"github.com/warrenhq/warren/sandbox/files"
@@ -337,61 +335,6 @@ func (s *Session) finish(res *sandbox.Result, runErr error) {
 	close(s.done)
 }
 
-// Done is closed once the sandbox has ended (Close, TTL, OOM, the agent's
-// death) and every goroutine of the session has returned.
-func (s *Session) Done() <-chan struct{} { return s.done }
-
-// Err is nil while the session lives, then a *GoneError saying why it
-// ended (errors.Is(err, ErrSessionGone) holds).
-func (s *Session) Err() error {
-	select {
-	case <-s.done:
-		return s.gone
-	default:
-		return nil
-	}
-}
-
-// Result is the sandbox run's result once Done is closed (nil before, or
-// when the runner failed): InForce names the isolation layers the session
-// ran under, OOMKills and PeakMemory its whole life.
-func (s *Session) Result() *sandbox.Result {
-	select {
-	case <-s.done:
-		return s.result
-	default:
-		return nil
-	}
-}
-
-// Running is the number of foreground execs in flight: idle eviction must
-// never end a session while it is above 0.
-func (s *Session) Running() int { return int(s.running.Load()) }
-
-// Background is the number of background commands the session started
-// that still run (their processes, not the children they left: what Ps
-// lists as background). Their end counts as activity (LastActivity), so
-// idle eviction that counts them as running measures idleness from the
-// last one's end.
-func (s *Session) Background() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.background
-}
-
-// LastActivity is when the session last started or finished a request
-// (exec, ps, kill, a file operation).
-func (s *Session) LastActivity() time.Time { return time.Unix(0, s.last.Load()) }
-
-func (s *Session) touch() { s.last.Store(time.Now().UnixNano()) }
-
-// Home is the path of the session's home as its commands see it ($HOME):
-// the host directory at that path in namespace and Landlock modes, but on
-// a warm slot a tmpfs of the task's own mounted over the slot's directory
-// there, which the host path does not show. The file methods serve the
-// home the commands see.
-func (s *Session) Home() string { return s.home }
-
 // Close ends the sandbox (the agent's stdin closes and the runner kills
 // every process in it) and waits for its teardown, which removes the
 // run's own scratch directory (a Spec.Home stays), and for the session's
@@ -422,45 +365,3 @@ func (s *Session) Close(ctx context.Context) error {
 	})
 	return nil
 }
-
-// tailBuffer keeps the last max bytes written (the agent's stderr).
-type tailBuffer struct {
-	mu  sync.Mutex
-	max int
-	b   []byte
-}
-
-func (t *tailBuffer) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.b = append(t.b, p...)
-	if len(t.b) > t.max {
-		t.b = t.b[len(t.b)-t.max:]
-	}
-	return len(p), nil
-}
-
-// summary is the line that says why the agent died: a Go runtime's
-// "fatal error:" or "panic:" line when there is one (the stack trace
-// follows it), else the last non-empty line.
-func (t *tailBuffer) summary() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	lines := strings.Split(string(t.b), "\n")
-	for _, l := range lines {
-		if strings.HasPrefix(l, "fatal error:") || strings.HasPrefix(l, "panic:") {
-			if strings.Contains(l, "memory") {
-				l += " (the Go agent needs about 1.3 GiB of address space where memory is an rlimit: raise Limits.Memory or give the worker cgroups)"
-			}
-			return l
-		}
-	}
-	for i := len(lines) - 1; i >= 0; i-- {
-		if l := strings.TrimSpace(lines[i]); l != "" {
-			return l
-		}
-	}
-	return ""
-}
-
-var _ io.Writer = (*tailBuffer)(nil)
