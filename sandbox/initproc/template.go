@@ -30,7 +30,7 @@ import (
 // can change outlives it: its processes die with its pid namespace, its
 // mounts and files with its mount namespace and fresh tmpfs, its SysV IPC
 // with its IPC namespace; rlimits, environment, Landlock and seccomp are
-// per process and set in the child only (sandbox/doc.go lists the
+// per process and set in the child only (docs/sandbox-design.md lists the
 // properties and the tests that hold them).
 
 // InitEnv is the environment every init starts with (none of it reaches
