@@ -90,18 +90,6 @@ func TestDoctorReportsNamespaceMode(t *testing.T) {
 	require.Contains(t, out, "usable isolation modes: namespace")
 }
 
-func TestParseSize(t *testing.T) {
-	for in, want := range map[string]int64{"512M": 512 << 20, "2G": 2 << 30, "100k": 100 << 10, "1.5GiB": 3 << 29, "4096": 4096, "64MB": 64 << 20} {
-		got, err := parseSize(in)
-		require.NoError(t, err, in)
-		require.Equal(t, want, got, in)
-	}
-	for _, bad := range []string{"", "M", "-1G", "12Q", "lots"} {
-		_, err := parseSize(bad)
-		require.Error(t, err, bad)
-	}
-}
-
 // mkHostDir is a directory a root worker's sandbox uid can reach.
 func mkHostDir(t *testing.T) string {
 	t.Helper()
