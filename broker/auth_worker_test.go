@@ -27,9 +27,9 @@ func TestAuthWorkerNeedsNothingMoreThanItsRole(t *testing.T) {
 	started := make(chan string, 4)
 	w, err := worker.New(wc.nc, worker.Config{
 		HostID: "w1", Capacity: 2, Runner: runner, Isolation: []messages.Isolation{messages.IsolationNone},
-		TaskStarted: started, RegistryInterval: 100 * time.Millisecond,
-		Logger: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel),
-	})
+		RegistryInterval: 100 * time.Millisecond,
+		Logger:           zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel),
+	}, worker.OnTaskStarted(started))
 	require.NoError(t, err)
 	require.NoError(t, w.Start(ctx10(t)))
 	alice := f.as(t, "alice.creds")

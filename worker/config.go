@@ -121,9 +121,16 @@ type Config struct {
 	// wait, setup failures, verdicts, redeliveries, dead letters, pull
 	// errors). Defaults to nil: no metrics.
 	Metrics prometheus.Registerer
-	// TaskStarted, when set, receives the id of each task as it starts: a
-	// test signal (a send waits at most a second). Defaults to nil.
-	TaskStarted chan<- string
+}
+
+// Option sets what a Worker does besides its Config: a signal for tests,
+// never an operator's setting.
+type Option func(*Worker)
+
+// OnTaskStarted has the worker send the id of each task as it starts to
+// ch (a send waits at most a second): a test's signal that a task runs.
+func OnTaskStarted(ch chan<- string) Option {
+	return func(w *Worker) { w.taskStarted = ch }
 }
 
 func (c Config) withDefaults() Config {

@@ -160,9 +160,9 @@ func (w *Worker) execute(ctx context.Context, t *messages.Task, delivery int, se
 	w.markRunning(1)
 	defer w.markRunning(-1)
 	em.emit(messages.EventStarted, "", nil)
-	if w.cfg.TaskStarted != nil {
+	if w.taskStarted != nil {
 		select {
-		case w.cfg.TaskStarted <- t.ID:
+		case w.taskStarted <- t.ID:
 		case <-time.After(time.Second):
 		}
 	}

@@ -57,7 +57,7 @@ func insecureRunner(t testing.TB) *sandbox.Runner {
 }
 
 type workerOpts struct {
-	started    chan<- string // Config.TaskStarted
+	started    chan<- string // worker.OnTaskStarted
 	capacity   int
 	runner     worker.Runner
 	ackWait    time.Duration
@@ -102,9 +102,8 @@ func startWorker(t testing.TB, b *brokertest.Broker, name string, o workerOpts) 
 		SealKey:            o.sealKey,
 		Ceilings:           o.ceilings,
 
-		TaskStarted: o.started,
-		Metrics:     o.metrics,
-	})
+		Metrics: o.metrics,
+	}, worker.OnTaskStarted(o.started))
 	require.NoError(t, err)
 	if o.rotateWait > 0 {
 		worker.SetRotateWait(w, o.rotateWait)

@@ -52,9 +52,9 @@ func startSessionHost(t testing.TB, b *brokertest.Broker, name string, o session
 		HostID: name, Capacity: max(o.capacity, 1), Runner: o.runner,
 		Isolation: []messages.Isolation{messages.IsolationAuto},
 		Consumer:  broker.ConsumerConfig{AckWait: 3 * time.Second}, PullWait: cmp.Or(o.pullWait, 500*time.Millisecond),
-		RegistryInterval: time.Second, Logger: logger, TaskStarted: o.started, Metrics: o.metrics,
+		RegistryInterval: time.Second, Logger: logger, Metrics: o.metrics,
 		ExecProfiles: o.profiles,
-	})
+	}, worker.OnTaskStarted(o.started))
 	require.NoError(t, err)
 	if o.beforeWaiting != nil {
 		worker.SetBeforeWaiting(w, o.beforeWaiting)

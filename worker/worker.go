@@ -67,7 +67,9 @@ type Worker struct {
 	// loop holding a slot before its waiting fetch registers as
 	// preemptible.
 	beforeWaiting func()
-	done          atomic.Int64
+	// taskStarted, when set (OnTaskStarted), hears each task start.
+	taskStarted chan<- string
+	done        atomic.Int64
 
 	startOnce, stopOnce sync.Once
 	started             atomic.Bool
@@ -76,7 +78,7 @@ type Worker struct {
 }
 
 // New checks the configuration; nothing runs until Start.
-func New(nc *nats.Conn, cfg Config) (*Worker, error) {
+func New(nc *nats.Conn, cfg Config, opts ...Option) (*Worker, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, err
@@ -99,6 +101,9 @@ func New(nc *nats.Conn, cfg Config) (*Worker, error) {
 		nudge:     make(chan struct{}, 1),
 
 		rotateWait: rotateParkWait,
+	}
+	for _, o := range opts {
+		o(w)
 	}
 	for range cfg.Capacity {
 		w.slots <- struct{}{}

@@ -24,15 +24,15 @@ type Config struct {
 	DataDir string
 	// Name is the server's name, unique in a cluster. Defaults to "warren".
 	Name string
-	// Cluster joins the server to a cluster of embedded brokers (tests,
-	// the cluster benchmark). Defaults to none: a single server.
+	// Cluster joins the server to a cluster of embedded brokers (`warren
+	// broker --cluster`, tests). Defaults to none: a single server.
 	Cluster *ClusterConfig
 	// Host to listen on. Defaults to 127.0.0.1.
 	Host string
 	// Port to listen on; -1 picks a free port. Defaults to 4222.
 	Port int
-	// DontListen opens no TCP listener: in-process connections only (tests).
-	// Defaults to false.
+	// DontListen opens no TCP listener: in-process connections only (a
+	// client command's own embedded broker, tests). Defaults to false.
 	DontListen bool
 	// MaxPayload is the largest message the server accepts. Defaults to 8 MiB
 	// (a task is at most 1 MiB; results carry captured output).

@@ -17,9 +17,9 @@ import (
 // commands that need them replace this process with warren-host, the full
 // build, given the same arguments and environment: its exit status and
 // the signals sent to it are theirs, as if warren-host had been run. This
-// file and the host build's counterparts (broker_cmd.go, worker_cmd.go,
-// doctor_cmd.go, embedded_session.go) define the same methods: the seam
-// between the two builds.
+// file and the host build's counterparts (up_cmd.go, broker_cmd.go,
+// worker_cmd.go, doctor_cmd.go, embedded_session.go) define the same
+// methods: the seam between the two builds.
 
 func (c *upCmd) Run(g *globals) error     { return g.execHost(hostCommand) }
 func (c *brokerCmd) Run(g *globals) error { return g.execHost(hostCommand) }

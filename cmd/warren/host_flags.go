@@ -9,7 +9,7 @@ import (
 // The commands warren-host runs in-process (up, broker, worker, doctor):
 // their flags are defined once, here, for both builds of cmd/warren, so
 // `warren up --help` from the client binary prints what warren-host's
-// does. Their Run methods are in the host build (broker_cmd.go,
+// does. Their Run methods are in the host build (up_cmd.go, broker_cmd.go,
 // worker_cmd.go, doctor_cmd.go); the client build's (host_exec.go) replace
 // the process with warren-host.
 

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/warrenhq/warren/messages"
 	"github.com/warrenhq/warren/sandbox"
 	"golang.org/x/sys/unix"
 )
@@ -109,19 +108,4 @@ func commandExit(g *globals, timedOut bool, signal string, code int, timeout tim
 		return &exitCodeError{Code: code}
 	}
 	return nil
-}
-
-// parseSize reads a byte size (messages.ParseSize).
-func parseSize(s string) (int64, error) { return messages.ParseSize(s) }
-
-// parseDisk reads a --disk value: a size, "unbounded" (-1: no quota), or
-// empty for sandbox.DefaultDisk (an in-process worker's flags).
-func parseDisk(s string) (int64, error) {
-	switch s {
-	case "unbounded":
-		return -1, nil
-	case "":
-		return sandbox.DefaultDisk, nil
-	}
-	return parseSize(s)
 }

@@ -90,18 +90,6 @@ func TestDoctorReportsNamespaceMode(t *testing.T) {
 	require.Contains(t, out, "usable isolation modes: namespace")
 }
 
-func TestParseSize(t *testing.T) {
-	for in, want := range map[string]int64{"512M": 512 << 20, "2G": 2 << 30, "100k": 100 << 10, "1.5GiB": 3 << 29, "4096": 4096, "64MB": 64 << 20} {
-		got, err := parseSize(in)
-		require.NoError(t, err, in)
-		require.Equal(t, want, got, in)
-	}
-	for _, bad := range []string{"", "M", "-1G", "12Q", "lots"} {
-		_, err := parseSize(bad)
-		require.Error(t, err, bad)
-	}
-}
-
 // mkHostDir is a directory a root worker's sandbox uid can reach.
 func mkHostDir(t *testing.T) string {
 	t.Helper()
@@ -116,13 +104,17 @@ func mkHostDir(t *testing.T) string {
 // globals) reads the same flags and arguments as the whole cli; anything
 // not starting with a command gets the whole cli.
 func TestNarrowGrammarParsesAsTheWholeCLI(t *testing.T) {
-	for _, args := range [][]string{
-		{"sandbox", "run", "--log-level", "warn", "--isolation", "landlock", "--ro", "/opt", "--timeout", "3s", "--network", "loopback", "--uid-base", "70000", "--", "/bin/sh", "-c", "true"},
-		{"exec", "--nats", "nats://h:1", "-t", "5s", "--profile", "coq", "-e", "A=1", "--stdin", "--", "sh", "-c", "exit 3"},
-		{"submit", "--log-level", "debug", "-b", "b1", "--wait", "--max-inflight", "7", "tasks.jsonl"},
-		{"worker", "--capacity", "3", "--disk", "2G", "--retry-for", "5s"},
-		{"results", "b1", "--files", "/tmp/x"},
+	for _, tt := range []struct {
+		args  []string
+		entry func(cli) any // whole's entry of the command
+	}{
+		{[]string{"sandbox", "run", "--log-level", "warn", "--isolation", "landlock", "--ro", "/opt", "--timeout", "3s", "--network", "loopback", "--uid-base", "70000", "--", "/bin/sh", "-c", "true"}, func(c cli) any { return c.sandboxEntry }},
+		{[]string{"exec", "--nats", "nats://h:1", "-t", "5s", "--profile", "coq", "-e", "A=1", "--stdin", "--", "sh", "-c", "exit 3"}, func(c cli) any { return c.execEntry }},
+		{[]string{"submit", "--log-level", "debug", "-b", "b1", "--wait", "--max-inflight", "7", "tasks.jsonl"}, func(c cli) any { return c.submitEntry }},
+		{[]string{"worker", "--capacity", "3", "--disk", "2G", "--retry-for", "5s"}, func(c cli) any { return c.workerEntry }},
+		{[]string{"results", "b1", "--files", "/tmp/x"}, func(c cli) any { return c.resultsEntry }},
 	} {
+		args := tt.args
 		t.Run(args[0], func(t *testing.T) {
 			parse := func(tree any) {
 				p, err := kong.New(tree, kong.Name("warren"), kong.Vars{"default_data_dir": "/d", "sandbox_help": "h"})
@@ -136,15 +128,36 @@ func TestNarrowGrammarParsesAsTheWholeCLI(t *testing.T) {
 			parse(narrow)
 			var whole cli
 			parse(&whole)
-			f, ok := commandField(args[0])
-			require.True(t, ok)
-			require.Equal(t, reflect.ValueOf(whole).FieldByName(f.Name).Interface(), reflect.ValueOf(narrow).Elem().Field(1).Interface())
+			require.Equal(t, tt.entry(whole), reflect.ValueOf(narrow).Elem().Field(1).Interface())
 			require.Equal(t, whole.globals, *g, "the globals")
 		})
 	}
 	for _, args := range [][]string{{"--log-level", "warn", "exec", "--", "true"}, {"--help"}, {"exce"}, {}} {
 		other, _ := grammar(args)
 		require.IsType(t, &cli{}, other, "%q", args)
+	}
+}
+
+// commands holds every command of cli, each under its kong name with a
+// narrowed tree of that command alone.
+func TestCommandsAreTheCLIs(t *testing.T) {
+	vars := kong.Vars{"default_data_dir": "/d", "sandbox_help": "h"}
+	names := func(tree any) []string {
+		p, err := kong.New(tree, vars)
+		require.NoError(t, err)
+		var ns []string
+		for _, n := range p.Model.Children {
+			ns = append(ns, n.Name)
+		}
+		return ns
+	}
+	whole := names(&cli{})
+	require.Len(t, commands, len(whole))
+	for _, name := range whole {
+		cmd, ok := commands[name]
+		require.True(t, ok, name)
+		tree, _ := cmd.tree()
+		require.Equal(t, []string{name}, names(tree))
 	}
 }
 

@@ -1,6 +1,9 @@
 package main
 
-import "github.com/warrenhq/warren/sandbox"
+import (
+	"github.com/warrenhq/warren/messages"
+	"github.com/warrenhq/warren/sandbox"
+)
 
 // sandboxHostFlags are the host side of the sandbox configuration, shared
 // by `worker`, `up`, `doctor` and `sandbox run`: doctor probes with what
@@ -17,4 +20,19 @@ func (f sandboxHostFlags) apply(cfg sandbox.Config) sandbox.Config {
 	cfg.UIDBase = f.UIDBase
 	cfg.UIDCount = f.UIDCount
 	return cfg
+}
+
+// parseSize reads a byte size (messages.ParseSize).
+func parseSize(s string) (int64, error) { return messages.ParseSize(s) }
+
+// parseDisk reads a --disk value: a size, "unbounded" (-1: no quota), or
+// empty for sandbox.DefaultDisk (an in-process worker's flags).
+func parseDisk(s string) (int64, error) {
+	switch s {
+	case "unbounded":
+		return -1, nil
+	case "":
+		return sandbox.DefaultDisk, nil
+	}
+	return parseSize(s)
 }
