@@ -32,8 +32,11 @@ const (
 )
 
 // reapGrace bounds how long after its kill a run's end may take to be
-// reported before the run fails with errUnreaped.
-const reapGrace = time.Second
+// reported before the run fails with errUnreaped. A pid namespace's
+// teardown on a host whose CPUs are all busy is slow but ends; only a
+// process stuck in the kernel should reach this bound, since a run that
+// does fails (and is retried) instead of ending as it did.
+const reapGrace = 5 * time.Second
 
 // errUnreaped means a killed run's init was still not reported ended
 // reapGrace after the kill (a process stuck in the kernel): its result

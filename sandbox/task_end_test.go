@@ -167,7 +167,7 @@ func runTrick(t *testing.T, r *Runner, iso Isolation, trick sandboxtest.Trick, o
 func waitShows(t *testing.T, marker string, trick sandboxtest.Trick, on bool) []sandboxtest.Proc {
 	t.Helper()
 	var ps []sandboxtest.Proc
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(time.Minute)
 	for {
 		ps = sandboxtest.MarkerProcs(marker)
 		if len(ps) > 0 && (trick.Shows == nil || !on || trick.Shows(ps)) {
