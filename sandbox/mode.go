@@ -9,7 +9,7 @@ import (
 // (mode_namespace.go) and Landlock (mode_landlock_linux.go). Everything
 // else of a run, cold or warm, is the one skeleton in run.go: identity,
 // home, cgroup, launch, layers in force, teardown. Isolation none
-// (mode_none.go) runs no sandbox init, and auto (mode_auto.go) chooses
+// (mode_none.go) runs no sandbox init, and auto (runAuto, run.go) chooses
 // between the two isolated modes; both are dispatched by Runner.Run.
 //
 // A new per-run input (a limit, say) flows from the Spec through
