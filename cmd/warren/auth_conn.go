@@ -43,15 +43,15 @@ func (g *globals) tenant() string {
 // b-1` with alice's creds reads alice.b-1.
 func (g *globals) qualify(batch string) string { return messages.QualifyBatch(g.tenant(), batch) }
 
-func (s *session) tenant() string {
+func (s *brokerConn) tenant() string {
 	if s.Creds == nil {
 		return ""
 	}
 	return s.Creds.Tenant
 }
 
-// apiPrefix is the JetStream API prefix of the session's account.
-func (s *session) apiPrefix() string {
+// apiPrefix is the JetStream API prefix of the connection's account.
+func (s *brokerConn) apiPrefix() string {
 	if s.tenant() != "" {
 		return broker.TenantAPIPrefix
 	}

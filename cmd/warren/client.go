@@ -11,7 +11,7 @@ import (
 // newSchedulerClient is a scheduler client on s configured by the
 // globals; tune adjusts its config. Without --pool-key, secrets are
 // sealed to the keys registryKeys finds.
-func newSchedulerClient(g *globals, s *session, tune ...func(*scheduler.Config)) (*scheduler.Client, error) {
+func newSchedulerClient(g *globals, s *brokerConn, tune ...func(*scheduler.Config)) (*scheduler.Client, error) {
 	cfg := scheduler.Config{Logger: g.Log, RetryFor: g.RetryFor, InboxPrefixes: g.InboxPrefixes, APIPrefix: s.apiPrefix(), Tenant: s.tenant(),
 		OnOutage: newOutageReport(g.IO.Err, s.NC.ConnectedUrlRedacted(), g.RetryFor).note}
 	for _, f := range tune {
@@ -37,7 +37,7 @@ func newSchedulerClient(g *globals, s *session, tune ...func(*scheduler.Config))
 // in the data dir (pinned-pool-keys.json) and refused when it changes. On
 // an embedded broker it is taken as it is: the broker does not listen, so
 // only this command's own worker (with a new key each time) wrote it.
-func (g *globals) registryKeys(s *session, c *scheduler.Client) scheduler.PoolKeys {
+func (g *globals) registryKeys(s *brokerConn, c *scheduler.Client) scheduler.PoolKeys {
 	if s.Embedded {
 		return scheduler.RegistryPoolKeys{Client: c}
 	}
@@ -73,9 +73,9 @@ func (g *globals) pins(url string) scheduler.PinFile {
 	return scheduler.PinFile{Path: filepath.Join(g.DataDir, scheduler.PinsFile), Broker: url}
 }
 
-// client opens a session (see open) and a scheduler client on it; tune
+// client opens a connection (see open) and a scheduler client on it; tune
 // adjusts the client's config.
-func (g *globals) client(name string, needWorker bool, tune ...func(*scheduler.Config)) (*session, *scheduler.Client, error) {
+func (g *globals) client(name string, needWorker bool, tune ...func(*scheduler.Config)) (*brokerConn, *scheduler.Client, error) {
 	s, err := g.open(g.Ctx, name, needWorker)
 	if err != nil {
 		return nil, nil, err

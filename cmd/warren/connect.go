@@ -10,20 +10,20 @@ import (
 	"github.com/warrenhq/warren/broker"
 )
 
-// session is a client command's connection to the broker, wherever it is.
-type session struct {
+// brokerConn is a client command's connection to the broker, wherever it is.
+type brokerConn struct {
 	NC       *nats.Conn
 	URL      string        // the broker's URL as dialed; "" for an embedded one
 	Creds    *broker.Creds // nil without --creds
 	JS       jetstream.JetStream
 	Embedded bool // an embedded broker was started for this command
 	// localWorker starts an in-process worker on the embedded broker,
-	// stopped when the session closes; nil on a dialed broker.
+	// stopped when the connection closes; nil on a dialed broker.
 	localWorker func(context.Context) error
 	// local: localWorker runs, and is the only worker this command's
 	// embedded broker can have.
 	local bool
-	// stampDir is the data dir of the recorded broker this session dialed
+	// stampDir is the data dir of the recorded broker this connection dialed
 	// ("" for any other): where its setup is stamped (setup_stamp.go).
 	stampDir string
 	// fit sizes the streams an embedded broker's setup creates to its
@@ -33,7 +33,7 @@ type session struct {
 }
 
 // Close releases the connection and anything started for it, last first.
-func (s *session) Close() {
+func (s *brokerConn) Close() {
 	for i := len(s.closers) - 1; i >= 0; i-- {
 		s.closers[i]()
 	}
@@ -44,7 +44,7 @@ func (s *session) Close() {
 // target); with none, it starts an embedded broker on --data-dir for the
 // command's duration. With needWorker, an embedded broker also gets an
 // in-process worker, so work submitted to it runs.
-func (g *globals) open(ctx context.Context, name string, needWorker bool) (*session, error) {
+func (g *globals) open(ctx context.Context, name string, needWorker bool) (*brokerConn, error) {
 	s, err := g.connect(ctx, name)
 	if err != nil {
 		return nil, err
@@ -65,7 +65,7 @@ func (g *globals) open(ctx context.Context, name string, needWorker bool) (*sess
 
 // connect finds the broker as open does, without setting anything up
 // (`warren setup` must reach streams that Setup would refuse).
-func (g *globals) connect(ctx context.Context, name string) (*session, error) {
+func (g *globals) connect(ctx context.Context, name string) (*brokerConn, error) {
 	url, rec, err := g.target()
 	if err != nil {
 		return nil, err
@@ -76,12 +76,12 @@ func (g *globals) connect(ctx context.Context, name string) (*session, error) {
 	if g.Creds != "" {
 		return nil, fmt.Errorf("--creds is for an authenticated broker, and none was named: pass --nats (or WARREN_NATS_URL)")
 	}
-	return g.embeddedSession(ctx, name)
+	return g.embeddedConn(ctx, name)
 }
 
 // dialRecorded connects to the broker at url, which must be the server of
 // rec when one is given.
-func (g *globals) dialRecorded(ctx context.Context, url, name string, rec *brokerRecord) (*session, error) {
+func (g *globals) dialRecorded(ctx context.Context, url, name string, rec *brokerRecord) (*brokerConn, error) {
 	opts, creds, err := g.clientAuth()
 	if err != nil {
 		return nil, err
@@ -90,7 +90,7 @@ func (g *globals) dialRecorded(ctx context.Context, url, name string, rec *broke
 	if err != nil {
 		return nil, err
 	}
-	s := &session{NC: nc, URL: url, Creds: creds, closers: []func(){nc.Close}}
+	s := &brokerConn{NC: nc, URL: url, Creds: creds, closers: []func(){nc.Close}}
 	if err := checkRecorded(nc, rec, g.DataDir); err != nil {
 		s.Close()
 		return nil, err
@@ -101,7 +101,7 @@ func (g *globals) dialRecorded(ctx context.Context, url, name string, rec *broke
 	return s, nil
 }
 
-func (s *session) init(ctx context.Context) error {
+func (s *brokerConn) init(ctx context.Context) error {
 	if s.tenant() != "" {
 		// A tenant reaches the fleet's streams through its account's
 		// imports; setting them up is the admin's job.

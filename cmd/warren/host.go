@@ -55,7 +55,7 @@ type host struct {
 
 // hostLink is how a host's worker reaches its broker: the one part that
 // differs between `up` (a broker of its own), `worker` (a remote one) and a
-// client's embedded broker (the client's session owns it).
+// client's embedded broker (the client's connection owns it).
 type hostLink interface {
 	// open returns the worker's connection.
 	open(ctx context.Context) (*nats.Conn, error)

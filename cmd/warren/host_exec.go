@@ -18,7 +18,7 @@ import (
 // build, given the same arguments and environment: its exit status and
 // the signals sent to it are theirs, as if warren-host had been run. This
 // file and the host build's counterparts (up_cmd.go, broker_cmd.go,
-// worker_cmd.go, doctor_cmd.go, embedded_session.go) define the same
+// worker_cmd.go, doctor_cmd.go, embedded_conn.go) define the same
 // methods: the seam between the two builds.
 
 func (c *upCmd) Run(g *globals) error     { return g.execHost(hostCommand) }
@@ -45,9 +45,9 @@ func (g *globals) hostIfNoBroker() error {
 	return g.execHost(fmt.Sprintf(noBroker, g.DataDir))
 }
 
-// embeddedSession is reached only if the broker recorded in --data-dir
+// embeddedConn is reached only if the broker recorded in --data-dir
 // stopped after hostIfNoBroker found it: warren-host runs the command.
-func (g *globals) embeddedSession(context.Context, string) (*session, error) {
+func (g *globals) embeddedConn(context.Context, string) (*brokerConn, error) {
 	return nil, g.execHost(fmt.Sprintf(noBroker, g.DataDir))
 }
 

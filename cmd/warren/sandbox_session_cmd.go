@@ -17,7 +17,7 @@ import (
 // exec, ps, kill and status; the file commands are in sandbox_files_cmd.go,
 // the kept tokens in sandbox_tokens.go.
 
-func (g *globals) sandboxClient() (*session, *scheduler.Client, error) {
+func (g *globals) sandboxClient() (*brokerConn, *scheduler.Client, error) {
 	return g.client("warren-sandbox", false)
 }
 

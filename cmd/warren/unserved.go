@@ -76,7 +76,7 @@ func overCeiling(hosts []messages.HostInfo, tasks []messages.Task) error {
 // queue for one, which looks like a hang. With queue set it only warns.
 // On an embedded broker with the command's in-process worker (s.local),
 // that worker is all there is, and the error says so.
-func checkServed(g *globals, s *session, client *scheduler.Client, tasks []messages.Task, queue bool) error {
+func checkServed(g *globals, s *brokerConn, client *scheduler.Client, tasks []messages.Task, queue bool) error {
 	ctx, cancel := context.WithTimeout(g.Ctx, 5*time.Second)
 	defer cancel()
 	hosts, err := client.Hosts(ctx)
@@ -111,7 +111,7 @@ func checkServed(g *globals, s *session, client *scheduler.Client, tasks []messa
 // gives the data dir a broker and a worker that later commands use (no
 // other worker can reach the embedded broker, so queueing is not offered:
 // nothing would serve the tasks while this command waits).
-func startHint(s *session, tasks []messages.Task, missing []string) string {
+func startHint(s *brokerConn, tasks []messages.Task, missing []string) string {
 	verify := false
 	for i := range tasks {
 		r := tasks[i].EffectivePool() + "/" + tasks[i].EffectiveProfile()

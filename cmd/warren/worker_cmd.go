@@ -15,19 +15,19 @@ type dialedLink struct {
 	g    *globals
 	url  string
 	rec  *brokerRecord
-	sess *session
+	conn *brokerConn
 }
 
 func (l *dialedLink) open(ctx context.Context) (*nats.Conn, error) {
-	sess, err := l.g.dialChecked(ctx, l.url, "warren-worker", l.rec)
+	conn, err := l.g.dialChecked(ctx, l.url, "warren-worker", l.rec)
 	if err != nil {
 		return nil, err
 	}
-	l.sess = sess
-	return sess.NC, nil
+	l.conn = conn
+	return conn.NC, nil
 }
 
-func (l *dialedLink) close() { l.sess.Close() }
+func (l *dialedLink) close() { l.conn.Close() }
 
 func (c *workerCmd) Run(g *globals) error {
 	url, rec, err := g.target()
@@ -51,7 +51,7 @@ func (c *workerCmd) Run(g *globals) error {
 
 // dialChecked connects to the broker at url, which must be the server of
 // rec when one is given, and sets up the streams.
-func (g *globals) dialChecked(ctx context.Context, url, name string, rec *brokerRecord) (*session, error) {
+func (g *globals) dialChecked(ctx context.Context, url, name string, rec *brokerRecord) (*brokerConn, error) {
 	s, err := g.dialRecorded(ctx, url, name, rec)
 	if err != nil {
 		return nil, err

@@ -16,12 +16,12 @@ import (
 	"github.com/warrenhq/warren/messages"
 )
 
-// embeddedSession is a client command's session when no broker runs: an
+// embeddedConn is a client command's connection when no broker runs: an
 // embedded broker on --data-dir that does not listen, for the command's
 // duration, which can start an in-process worker (the client build execs
 // warren-host instead: host_exec.go).
-func (g *globals) embeddedSession(ctx context.Context, name string) (*session, error) {
-	s := &session{}
+func (g *globals) embeddedConn(ctx context.Context, name string) (*brokerConn, error) {
+	s := &brokerConn{}
 	srv, err := embedded.New(embedded.Config{DataDir: g.DataDir, DontListen: true, Logger: g.Log.Level(max(g.Log.GetLevel(), zerolog.WarnLevel))})
 	if err != nil {
 		return nil, err
@@ -48,8 +48,8 @@ func (g *globals) embeddedSession(ctx context.Context, name string) (*session, e
 }
 
 // startLocalWorker runs an in-process worker on an embedded broker, with
-// the default (fail-closed) isolation, stopped when the session closes.
-func (g *globals) startLocalWorker(ctx context.Context, s *session) error {
+// the default (fail-closed) isolation, stopped when the connection closes.
+func (g *globals) startLocalWorker(ctx context.Context, s *brokerConn) error {
 	// A key of its own for secrets: the broker does not listen, so the key
 	// it publishes in the registry can only be this worker's.
 	key, err := nkeys.CreateCurveKeys()
@@ -59,7 +59,7 @@ func (g *globals) startLocalWorker(ctx context.Context, s *session) error {
 	f := workerFlags{Pool: messages.DefaultPool, Profiles: []string{messages.DefaultProfile}, Isolation: "auto", pullWait: 250 * time.Millisecond, sealKey: key}
 	quiet := *g
 	quiet.Log = g.Log.Level(max(g.Log.GetLevel(), zerolog.WarnLevel))
-	h, err := newHost(&quiet, f, sessionLink{s})
+	h, err := newHost(&quiet, f, clientLink{s})
 	if err == nil {
 		err = h.Start(ctx)
 	}
@@ -74,17 +74,17 @@ func (g *globals) startLocalWorker(ctx context.Context, s *session) error {
 	return nil
 }
 
-// sessionLink is the link of a client's in-process worker: the client's
-// session owns the embedded broker and the connection, and closes them
+// clientLink is the link of a client's in-process worker: the client's
+// connection owns the embedded broker and the NATS connection, and closes them
 // after the host has stopped.
-type sessionLink struct{ s *session }
+type clientLink struct{ s *brokerConn }
 
-func (l sessionLink) open(context.Context) (*nats.Conn, error) { return l.s.NC, nil }
-func (sessionLink) close()                                     {}
+func (l clientLink) open(context.Context) (*nats.Conn, error) { return l.s.NC, nil }
+func (clientLink) close()                                     {}
 
 // hostIfNoBroker runs before a command that reaches a broker. This build
 // has the embedded broker, so there is nothing to do: the command starts
-// one when it connects and finds none (embeddedSession).
+// one when it connects and finds none (embeddedConn).
 func (g *globals) hostIfNoBroker() error { return nil }
 
 // fitTo sizes the fleet's streams to an embedded broker's storage, saying
