@@ -257,3 +257,42 @@ func TestStaticGoBinaryRunsUnderTheFilter(t *testing.T) {
 		})
 	}
 }
+
+// personalityProbe queries the execution domain (personality(0xffffffff)),
+// sets PER_LINUX (personality(0)), then asks for ADDR_NO_RANDOMIZE |
+// READ_IMPLIES_EXEC, and prints what each returned.
+const personalityProbe = `import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+libc.personality.argtypes = [ctypes.c_ulong]
+def call(v):
+    r = libc.personality(v)
+    return r if r >= 0 else "error " + os.strerror(ctypes.get_errno())
+print("query", call(0xffffffff))
+print("linux", call(0))
+r = call(0x0040000 | 0x0400000)
+print("weaken", "refused: " + r if isinstance(r, str) else "ok")
+print("now", hex(call(0xffffffff)))
+`
+
+// TestPersonalityLimited: personality(2) with ADDR_NO_RANDOMIZE |
+// READ_IMPLIES_EXEC (no ASLR, executable data for what the task execs)
+// works on the host (the control) and is refused with EPERM by seccomp
+// in the Landlock-only and layered modes, where the query
+// (0xffffffff) and PER_LINUX still work. Namespace mode alone has no
+// seccomp filter (docs/sandbox-design.md, "Limitations").
+func TestPersonalityLimited(t *testing.T) {
+	_, out := runOut(t, py(personalityProbe)...)
+	require.Contains(t, out, "weaken ok", "control: the host lets a process change its personality")
+	require.Contains(t, out, "now 0x440000", "control")
+	for _, m := range hardenedModes(t) {
+		t.Run(m.name, func(t *testing.T) {
+			o := m.run(t, Spec{Argv: py(personalityProbe)})
+			require.Equal(t, m.inForce, o.res.InForce)
+			require.Equal(t, 0, o.res.ExitCode, o.stderr)
+			require.Contains(t, o.stdout, "query 0\n", o.stderr)
+			require.Contains(t, o.stdout, "linux 0\n")
+			require.Contains(t, o.stdout, "weaken refused: error Operation not permitted\n")
+			require.Contains(t, o.stdout, "now 0x0\n")
+		})
+	}
+}

@@ -77,23 +77,47 @@ func (r *Runner) launchInit(ctx context.Context, l initLaunch) (*Result, error) 
 	// on its thread until the init is reaped.
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	s, err := startInit(r.init, l.attr, l.cgroup, l.spec.Stdin, l.spec.Stdout, l.spec.Stderr)
+	var stdin io.Reader = l.spec.Stdin
+	var stdout, stderr io.Writer = l.spec.Stdout, l.spec.Stderr
+	var pipes *stdioPipes
+	if hasTerminal(l.spec) {
+		// A descriptor open on a terminal lets its holder change the
+		// terminal (TCSETS, TIOCSWINSZ): the task gets pipes instead,
+		// which the worker copies, as a warm sandbox's task does.
+		p, err := newStdioPipes()
+		if err != nil {
+			return nil, &SetupError{Step: "stdio pipes", Err: err}
+		}
+		defer p.close()
+		pipes = p
+		stdin, stdout, stderr = p.inR, p.outW, p.errW
+	}
+	s, err := startInit(r.init, l.attr, l.cgroup, stdin, stdout, stderr)
+	if pipes != nil {
+		pipes.closeChildEnds()
+	}
 	if err != nil {
 		return nil, err
 	}
 	defer s.close()
-	if l.beforeTask != nil {
-		err := s.prepare(l.cgroup, &initConfig{Prepare: true, NS: l.view, Landlock: l.cfg.Landlock})
-		if err == nil {
-			err = l.beforeTask(s.proc.hostPID())
+	run := func() (*Result, error) {
+		if l.beforeTask != nil {
+			err := s.prepare(l.cgroup, &initConfig{Prepare: true, NS: l.view, Landlock: l.cfg.Landlock})
+			if err == nil {
+				err = l.beforeTask(s.proc.hostPID())
+			}
+			if err != nil {
+				// Before its task the init has started nothing: killing it is enough.
+				s.kill(nil)
+				return nil, err
+			}
 		}
-		if err != nil {
-			// Before its task the init has started nothing: killing it is enough.
-			s.kill(nil)
-			return nil, err
-		}
+		return s.finish(ctx, l)
 	}
-	return s.finish(ctx, l)
+	if pipes != nil {
+		return pipes.pump(l.spec, run)
+	}
+	return run()
 }
 
 // killRun kills an init's run: its tree (killTree) or the init, which in

@@ -36,7 +36,9 @@ type Spec struct {
 	// TMPDIR, LANG); HOME and TMPDIR cannot be overridden.
 	Env map[string]string
 	// Stdin, Stdout and Stderr are connected to the command. Nil Stdin reads
-	// as empty; nil Stdout/Stderr discard.
+	// as empty; nil Stdout/Stderr discard. In the isolated modes a file
+	// open on a terminal is never given to the command: when any of the
+	// three is one, the command gets pipes the worker copies.
 	Stdin          io.Reader
 	Stdout, Stderr io.Writer
 	// Files are written into the scratch directory before the command starts,

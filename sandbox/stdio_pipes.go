@@ -6,11 +6,15 @@ import (
 	"os"
 	"sync"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // A warm sandbox's init was started before its task, so it cannot be
 // given the task's stdio: it gets pipes, which the worker copies to and
-// from the run's Spec.
+// from the run's Spec. A cold run whose stdio includes a terminal gets
+// them too (hasTerminal): the task never holds a descriptor of the
+// caller's terminal.
 
 // stdioPipes connect a pre-started init to a Spec's stdio.
 type stdioPipes struct {
@@ -114,4 +118,28 @@ func (l *syncWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.w.Write(p)
+}
+
+// hasTerminal reports whether any of spec's stdio is a file open on a
+// terminal (one that answers TCGETS).
+func hasTerminal(spec Spec) bool {
+	return isTerminal(spec.Stdin) || isTerminal(spec.Stdout) || isTerminal(spec.Stderr)
+}
+
+func isTerminal(x any) bool {
+	f, ok := x.(*os.File)
+	if !ok || f == nil {
+		return false
+	}
+	// Through SyscallConn, not Fd, which would put f in blocking mode.
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return false
+	}
+	var tty bool
+	_ = rc.Control(func(fd uintptr) {
+		_, err := unix.IoctlGetTermios(int(fd), unix.TCGETS)
+		tty = err == nil
+	})
+	return tty
 }

@@ -81,6 +81,18 @@ func filter(allowInet, allowUnix bool) seccomp.Policy {
 				Action: seccomp.ActionErrno | seccomp.Action(unix.ENOSYS),
 			},
 			{
+				// personality(2) only with the values container runtimes'
+				// default profiles allow: PER_LINUX, PER_LINUX32, each with
+				// UNAME26, and the 0xffffffff query. The rest (say
+				// ADDR_NO_RANDOMIZE, READ_IMPLIES_EXEC) weakens the
+				// address-space hardening of what the task execs.
+				// NotEqual compares all 64 bits: upper-half junk is refused.
+				NamesWithCondtions: []seccomp.NameWithConditions{
+					{Name: "personality", Conditions: personalityNotAllowed()},
+				},
+				Action: seccomp.ActionErrno | seccomp.Action(unix.EPERM),
+			},
+			{
 				// Keyrings are per uid (shared by the sandboxes of an
 				// ordinary-user worker); the rest is kernel attack surface.
 				Names:  []string{"keyctl", "add_key", "request_key", "bpf", "perf_event_open", "userfaultfd"},
@@ -88,6 +100,21 @@ func filter(allowInet, allowUnix bool) seccomp.Policy {
 			},
 		},
 	}
+}
+
+// personalityAllowed are the personality(2) arguments the policy lets
+// through (Docker's and containerd's default seccomp profiles allow the
+// same): PER_LINUX, PER_LINUX32, UNAME26 with each, and the query
+// 0xffffffff, which changes nothing.
+var personalityAllowed = []uint64{0x0, 0x8, 0x20000, 0x20008, 0xffffffff}
+
+// personalityNotAllowed matches an argument outside personalityAllowed.
+func personalityNotAllowed() seccomp.ArgumentConditions {
+	conds := make(seccomp.ArgumentConditions, 0, len(personalityAllowed))
+	for _, v := range personalityAllowed {
+		conds = append(conds, seccomp.Condition{Argument: 0, Operation: seccomp.NotEqual, Value: v})
+	}
+	return conds
 }
 
 // Instructions is the filter of the policy (allowInet: AF_INET and
