@@ -12,10 +12,12 @@ APT_PACKAGES := coq libcoq-core-ocaml-dev bubblewrap python3 util-linux passwd e
 STATICCHECK  := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 # The stock nats CLI the docs' walkthroughs are run with (cmd/warren tests).
 NATSCLI      := github.com/nats-io/natscli/nats@v0.5.0
-# Packages with concurrency worth the race detector on every `make test`.
+# Packages with concurrency worth the race detector: `make test` runs them
+# once, with it, and every other package (OTHER_PKGS) once, without.
 RACE_PKGS := ./messages/... ./broker/... ./worker/... ./scheduler/... ./sandbox/... ./verify/...
+OTHER_PKGS = $(shell $(GO) list ./... | grep -v -E '^github.com/warrenhq/warren/(messages|broker|worker|scheduler|sandbox|verify)(/|$$)')
 
-.PHONY: help deps tools build test test-go test-race lint bench demo clean
+.PHONY: help deps tools build test test-go test-other test-race lint bench demo clean
 
 help: ## Show this help
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-22s %s\n", $$1, $$2}'
@@ -44,13 +46,16 @@ build: ## Build bin/warren (the client), bin/warren-host (broker, worker, doctor
 	CGO_ENABLED=0 $(GO) build -o $(dir $(BIN))warren-sandbox-init ./cmd/warren-sandbox-init
 	CGO_ENABLED=0 $(GO) build -o $(dir $(BIN))warren-sandbox-agent ./cmd/warren-sandbox-agent
 
-test: deps tools build ## Run every test: root suite, unprivileged sandbox suite, race detector on the concurrent packages
-	$(MAKE) --no-print-directory test-go
-	$(MAKE) --no-print-directory test-sandbox-unpriv
+test: deps tools build ## Run every test once: the concurrent packages under the race detector, the rest without, then the sandbox suite unprivileged
 	$(MAKE) --no-print-directory test-race
+	$(MAKE) --no-print-directory test-other
+	$(MAKE) --no-print-directory test-sandbox-unpriv
 
-test-go:
+test-go: ## Every package without the race detector
 	$(GO) test -count=1 -timeout 15m ./...
+
+test-other: ## The packages outside RACE_PKGS, without the race detector
+	$(GO) test -count=1 -timeout 15m $(OTHER_PKGS)
 
 test-race: ## Race detector on the concurrent packages
 	$(GO) test -race -count=1 -timeout 15m $(RACE_PKGS)
