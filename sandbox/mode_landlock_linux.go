@@ -20,7 +20,9 @@ import (
 // all applied by the sandbox init before it execs the command. As root the
 // run has its own uid from the pool, reused only after a verified teardown;
 // as an ordinary user every run shares the worker's uid and only Landlock
-// domains separate them (see docs/security.md, "Landlock mode").
+// domains separate them (see docs/security.md, "Landlock mode"). IPC is
+// private: an IPC namespace of its own as root, else refused by seccomp
+// (landlockOwnIPC).
 type landlockMode struct{}
 
 func (landlockMode) isolation() Isolation { return IsolationLandlock }
