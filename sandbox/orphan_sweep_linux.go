@@ -30,7 +30,10 @@ import (
 // not have, with NO_NEW_PRIVS, and is no live init of this process, is a
 // leftover of an ended run: sweepOrphans kills and reaps it. Being the
 // worker's child, its pid cannot be reused before the worker reaps it, so
-// the kill cannot hit another process. A process the worker itself started
+// the kill cannot hit another process. One exception: a child of the
+// worker in the session of a live init is a clone(CLONE_PARENT) sibling
+// of that run's task, not a leftover yet, and is left to that run's kill
+// and teardown (killing it would kill its group, that task). A process the worker itself started
 // outside a sandbox under its own seccomp filter would look the same: the
 // warren binary starts none (tests must not run such a child across a
 // Landlock-only run's teardown).
@@ -127,7 +130,13 @@ func sweepOrphansOnce(kill bool) (seen, left int, err error) {
 			continue
 		}
 		if !st.zombie {
-			if !kill {
+			if !kill || isLiveInit(reap.Session(pid)) {
+				// In the session of a run that lives (its init made
+				// itself the session's leader, and a pid is not reused
+				// while a session has it): that run's own process, a
+				// clone(CLONE_PARENT) sibling of its task, which the
+				// run's kill and teardown take. Killing it here, on
+				// another run's end, would kill its group: that task.
 				continue
 			}
 			killLeftover(pid)

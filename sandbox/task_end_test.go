@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/warrenhq/warren/sandbox/sandboxtest"
 )
@@ -241,4 +242,42 @@ func TestACancelledTaskEndsAtOnce(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestAnotherRunsEndLeavesASiblingOfALiveTask: a Landlock-mode task's
+// clone(CLONE_PARENT) sibling is a child of the worker; another run's end
+// (its kill and teardown sweep the worker's sandboxed orphans on an
+// unprivileged worker without a cgroup) must leave it, and with it the
+// task, to the task's own run: the task still times out at its wall
+// limit. The control: the same sibling once its task has ended is swept.
+func TestAnotherRunsEndLeavesASiblingOfALiveTask(t *testing.T) {
+	llRequire(t, landlockMinABIDefault)
+	r := llRunner(t, 1_900_102_040)
+	trick := sandboxtest.TrickNamed("clone-parent")
+	marker := fmt.Sprintf("warren-sibling-%d", time.Now().UnixNano())
+	stdout := sandboxtest.NewLineWatch("ready")
+	var stderr bytes.Buffer
+	done := make(chan *Result, 1)
+	go func() {
+		res, err := r.Run(context.Background(), Spec{Argv: trick.Argv(marker, true), Isolation: IsolationLandlock,
+			Stdout: stdout, Stderr: &stderr, Limits: Limits{Wall: 8 * time.Second, Processes: 48}})
+		assert.NoError(t, err, "stderr: %s", stderr.String())
+		done <- res
+	}()
+	select {
+	case <-stdout.Seen():
+	case res := <-done:
+		t.Fatalf("the trick ended before it was ready: %+v, stdout %q stderr %q", res, stdout.String(), stderr.String())
+	}
+	require.Contains(t, stdout.String(), "clone-parent made")
+	require.Eventually(t, func() bool { return len(sandboxtest.MarkerProcs(marker)) == 2 }, time.Minute, 5*time.Millisecond,
+		"the task and its sibling")
+	// Other runs end, by themselves and by their wall limit.
+	modeRun(t, r, IsolationLandlock, Spec{Argv: sh("true")})
+	modeRun(t, r, IsolationLandlock, Spec{Argv: sh("sleep 60"), Limits: Limits{Wall: 200 * time.Millisecond}})
+	require.Len(t, sandboxtest.MarkerProcs(marker), 2, "another run's end killed a live task's processes")
+	res := <-done
+	require.True(t, res.TimedOut, "%+v", res)
+	require.Equal(t, TimeoutWall, res.Timeout, "%+v", res)
+	require.Empty(t, sandboxtest.MarkerProcs(marker), "the sibling outlived its run")
 }

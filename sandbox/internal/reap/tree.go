@@ -138,15 +138,7 @@ func Children(pid int) []int {
 // ids reads pid's parent and process group from /proc/<pid>/stat (the
 // fields after the parenthesised command name, which may hold parentheses).
 func ids(pid int) (ppid, pgid int, ok bool) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0, 0, false
-	}
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return 0, 0, false
-	}
-	f := bytes.Fields(b[i+1:])
+	f := statFields(pid)
 	if len(f) < 3 {
 		return 0, 0, false
 	}
@@ -155,8 +147,35 @@ func ids(pid int) (ppid, pgid int, ok bool) {
 	return ppid, pgid, err1 == nil && err2 == nil
 }
 
+// statFields are the fields of /proc/<pid>/stat after the command's name
+// (state, ppid, pgrp, session, ...); nil when it cannot be read.
+func statFields(pid int) [][]byte {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return nil
+	}
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return nil
+	}
+	return bytes.Fields(b[i+1:])
+}
+
 // Group is pid's process group (0 when it cannot be read).
 func Group(pid int) int {
 	_, pgid, _ := ids(pid)
 	return pgid
+}
+
+// Session is pid's session (0 when it cannot be read).
+func Session(pid int) int {
+	f := statFields(pid)
+	if len(f) < 4 {
+		return 0
+	}
+	sid, err := strconv.Atoi(string(f[3]))
+	if err != nil {
+		return 0
+	}
+	return sid
 }
