@@ -37,6 +37,11 @@ type landlockView struct {
 	// so bind is allowed. Never set in the Landlock-only mode, whose
 	// loopback is the host's.
 	OwnNetwork bool
+	// OwnIPC says the sandbox has an IPC namespace of its own (the
+	// layered mode; the Landlock-only mode of a root worker): its SysV
+	// IPC and POSIX message queues are private and die with it. Without
+	// one the seccomp filter refuses them (they would be the host's).
+	OwnIPC bool
 	// PrivateRoot says / is the layered mode's private view (everything in
 	// it is meant to be visible), so it may be listed. Never set in the
 	// Landlock-only mode, where / is the host's root.
@@ -49,7 +54,8 @@ type landlockView struct {
 // listing (only) under a private view's root;
 // TCP bind denied but in an own network namespace with loopback, TCP
 // connect denied with network none; both scopes; the
-// seccomp filter matching the network and unix-socket policy.
+// seccomp filter matching the network and unix-socket policy, refusing
+// SysV IPC and POSIX message queues without an own IPC namespace.
 func newLandlockPolicy(v landlockView) *landlockPolicy {
 	minABI := v.MinABI
 	if minABI == 0 {
@@ -64,7 +70,7 @@ func newLandlockPolicy(v landlockView) *landlockPolicy {
 		ReadWrite:      append([]string{v.Home}, v.Writable...),
 		DenyTCPConnect: none,
 		AllowTCPBind:   !none && v.OwnNetwork,
-		Seccomp:        seccomp.Program(seccomp.Options{AllowInet: !none, AllowUnix: v.UnixSockets}),
+		Seccomp:        seccomp.Program(seccomp.Options{AllowInet: !none, AllowUnix: v.UnixSockets, RefuseIPC: !v.OwnIPC}),
 	}
 	if v.PrivateRoot {
 		// READ_DIR only: `ls /` and `ls /dev` work; reading or executing a

@@ -20,7 +20,9 @@ import (
 // all applied by the sandbox init before it execs the command. As root the
 // run has its own uid from the pool, reused only after a verified teardown;
 // as an ordinary user every run shares the worker's uid and only Landlock
-// domains separate them (see docs/security.md, "Landlock mode").
+// domains separate them (see docs/security.md, "Landlock mode"). IPC is
+// private: an IPC namespace of its own as root, else refused by seccomp
+// (landlockOwnIPC).
 type landlockMode struct{}
 
 func (landlockMode) isolation() Isolation { return IsolationLandlock }
@@ -66,13 +68,27 @@ func (landlockMode) warmKey(spec Spec) warmKey {
 // bounded home's tmpfs covers it).
 const landlockTmp = ".tmp"
 
-// prepare makes the TMPDIR inside the home; the init is a plain child.
-func (landlockMode) prepare(_ *Runner, b *box, _ Spec) (launchPlan, error) {
+// prepare makes the TMPDIR inside the home; the init is a plain child,
+// in an IPC namespace of its own when the worker can make one
+// (landlockOwnIPC), cold and warm alike.
+func (landlockMode) prepare(r *Runner, b *box, _ Spec) (launchPlan, error) {
 	if err := makeHomeDirs(b.home.path, b.uid, b.gid, landlockTmp); err != nil {
 		return launchPlan{}, err
 	}
-	return launchPlan{attr: &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}}, nil
+	attr := &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if r.landlockOwnIPC() {
+		attr.Cloneflags = unix.CLONE_NEWIPC
+	}
+	return launchPlan{attr: attr}, nil
 }
+
+// landlockOwnIPC says whether a Landlock-mode run gets an IPC namespace
+// of its own: a root worker (the one with a uid pool) can make one
+// without a user namespace. The task's SysV IPC and POSIX message queues
+// are then private, and what it made there dies with the namespace when
+// its last process leaves. An ordinary-user worker cannot, and its tasks'
+// seccomp filter refuses those calls instead (landlockView.OwnIPC).
+func (r *Runner) landlockOwnIPC() bool { return r.pool != nil }
 
 // task is the init's config for a Landlock-mode run, with host paths.
 // Hidden paths (Spec.Hide) are left out of every rule (hideFromRules).
@@ -85,6 +101,7 @@ func (landlockMode) task(r *Runner, spec Spec, b *box) (*initConfig, Layers, err
 		Network:     spec.Network,
 		UnixSockets: spec.UnixSockets,
 		MinABI:      r.cfg.LandlockMinABI,
+		OwnIPC:      r.landlockOwnIPC(),
 	})
 	hidden, err := resolveHidden(spec, home)
 	if err == nil {

@@ -220,10 +220,11 @@ func (r *Runner) layeredLandlock(spec Spec, scratchInside string) *landlockPolic
 		Network:     spec.Network,
 		UnixSockets: spec.UnixSockets,
 		MinABI:      r.cfg.LandlockMinABI,
-		// / is the private view here: it may be listed; the network
-		// namespace is the sandbox's own.
+		// / is the private view here: it may be listed; the network and
+		// IPC namespaces are the sandbox's own.
 		PrivateRoot: true,
 		OwnNetwork:  true,
+		OwnIPC:      true,
 	})
 }
 

@@ -10,5 +10,5 @@ import (
 // program assembles o with go-seccomp-bpf (no generated table for this
 // architecture: program_linux.go).
 func program(o Options) ([]bpf.RawInstruction, error) {
-	return seccomppolicy.Program(o.AllowInet, o.AllowUnix)
+	return seccomppolicy.Program(o.AllowInet, o.AllowUnix, o.RefuseIPC)
 }

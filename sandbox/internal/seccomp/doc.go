@@ -5,7 +5,7 @@
 // # Model
 //
 // [Program] returns the filter for [Options] (inet sockets, AF_UNIX
-// sockets) as an [initproc.Seccomp], assembled once per Options. On amd64
+// sockets, SysV IPC and POSIX message queues refused) as an [initproc.Seccomp], assembled once per Options. On amd64
 // the instructions come from a table generated from seccomppolicy
 // (ztable_amd64.go; `go generate ./sandbox/internal/seccomp`), held to it
 // by a test, so a binary linking the sandbox does not link go-seccomp-bpf

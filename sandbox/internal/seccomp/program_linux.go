@@ -15,7 +15,9 @@ import (
 // kernel surfaces shared between sandboxes of one uid or invisible to
 // seccomp (keyrings, io_uring, bpf, perf, userfaultfd), and creating user
 // namespaces (the largest kernel attack surface an unprivileged process
-// can reach; namespace mode also caps them at 0 inside its own). It is a
+// can reach; namespace mode also caps them at 0 inside its own), and,
+// where the sandbox has no IPC namespace (RefuseIPC), SysV IPC and POSIX
+// message queues. It is a
 // deny list over an allow default: anything not named here is the other
 // layers' job. ptrace stays allowed, PTRACE_TRACEME included: debuggers
 // need it, and the worker and slot parents reap what a task makes them
@@ -26,6 +28,12 @@ type Options struct {
 	AllowInet bool
 	// AllowUnix permits AF_UNIX sockets (Spec.UnixSockets).
 	AllowUnix bool
+	// RefuseIPC refuses SysV IPC (shm*, msg*, sem*, and ipc(2) where the
+	// architecture has it) and POSIX message queues (mq_*) with EPERM:
+	// for a sandbox without an IPC namespace of its own (the Landlock-only
+	// mode of an ordinary-user worker), whose IPC objects would be the
+	// host's and would outlive the task.
+	RefuseIPC bool
 }
 
 // Where the program comes from is per architecture: on amd64 a table

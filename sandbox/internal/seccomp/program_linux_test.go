@@ -91,9 +91,28 @@ func TestSeccompProgram(t *testing.T) {
 		{"clone of a fork", Options{}, seccompData(id, nr("clone"), uint64(unix.SIGCHLD)), allow},
 		{"clone3", Options{}, seccompData(id, nr("clone3")), uint32(libseccomp.ActionErrno) | uint32(unix.ENOSYS)},
 		{"read is allowed", Options{}, seccompData(id, nr("read")), allow},
+		{"shmget, own IPC namespace", Options{}, seccompData(id, nr("shmget"), 0x1234, 4096, 0o1600), allow},
+		{"mq_open, own IPC namespace", Options{AllowInet: true}, seccompData(id, nr("mq_open")), allow},
+		{"read, IPC refused", Options{RefuseIPC: true}, seccompData(id, nr("read")), allow},
 		{"x32 ABI", Options{}, seccompData(id, 0x40000000|nr("read")), uint32(libseccomp.ActionErrno) | uint32(unix.ENOSYS)},
 		{"i386 socketcall is killed", Options{}, seccompData(uint32(i386.ID), i386.SyscallNames["socketcall"]), kill},
 		{"i386 read is killed", Options{}, seccompData(uint32(i386.ID), i386.SyscallNames["read"]), kill},
+	}
+	// Every SysV IPC and POSIX message queue call, listed here apart from
+	// the policy so that one dropped from it fails.
+	for _, name := range []string{
+		"shmget", "shmat", "shmctl", "shmdt", "msgget", "msgsnd", "msgrcv", "msgctl",
+		"semget", "semop", "semtimedop", "semctl",
+		"mq_open", "mq_unlink", "mq_timedsend", "mq_timedreceive", "mq_notify", "mq_getsetattr",
+	} {
+		for _, o := range []Options{{RefuseIPC: true}, {AllowInet: true, AllowUnix: true, RefuseIPC: true}} {
+			tests = append(tests, struct {
+				name   string
+				policy Options
+				data   []byte
+				want   uint32
+			}{fmt.Sprintf("%s, IPC refused %+v", name, o), o, seccompData(id, nr(name)), eperm})
+		}
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -111,7 +130,7 @@ func TestSeccompProgram(t *testing.T) {
 // Program is the raw program in the init's form, and the same one for
 // every call with the same Options.
 func TestProgramIsTheAssemblyForTheInit(t *testing.T) {
-	for _, o := range []Options{{}, {AllowInet: true}, {AllowUnix: true}, {AllowInet: true, AllowUnix: true}} {
+	for _, o := range []Options{{}, {AllowInet: true}, {AllowUnix: true}, {AllowInet: true, AllowUnix: true}, {RefuseIPC: true}, {AllowInet: true, AllowUnix: true, RefuseIPC: true}} {
 		raw, err := program(o)
 		require.NoError(t, err)
 		got := Program(o)

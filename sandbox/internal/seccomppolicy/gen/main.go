@@ -27,15 +27,17 @@ func main() {
 	b.WriteString("// table is every Options' program, assembled by go-seccomp-bpf\n// (sandbox/internal/seccomppolicy).\nvar table = map[Options][]bpf.RawInstruction{\n")
 	for _, inet := range []bool{false, true} {
 		for _, unix := range []bool{false, true} {
-			raw, err := seccomppolicy.Program(inet, unix)
-			if err != nil {
-				log.Fatal(err)
+			for _, ipc := range []bool{false, true} {
+				raw, err := seccomppolicy.Program(inet, unix, ipc)
+				if err != nil {
+					log.Fatal(err)
+				}
+				fmt.Fprintf(&b, "\t{AllowInet: %t, AllowUnix: %t, RefuseIPC: %t}: {\n", inet, unix, ipc)
+				for _, in := range raw {
+					fmt.Fprintf(&b, "\t\t{Op: %#04x, Jt: %d, Jf: %d, K: %#x},\n", in.Op, in.Jt, in.Jf, in.K)
+				}
+				b.WriteString("\t},\n")
 			}
-			fmt.Fprintf(&b, "\t{AllowInet: %t, AllowUnix: %t}: {\n", inet, unix)
-			for _, in := range raw {
-				fmt.Fprintf(&b, "\t\t{Op: %#04x, Jt: %d, Jf: %d, K: %#x},\n", in.Op, in.Jt, in.Jf, in.K)
-			}
-			b.WriteString("\t},\n")
 		}
 	}
 	b.WriteString("}\n")
