@@ -13,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/warrenhq/warren/sandbox/sandboxtest"
 	"golang.org/x/sys/unix"
 )
 
@@ -221,7 +222,7 @@ func TestLandlockModeIPCIsPrivate(t *testing.T) {
 	llRequire(t, 6)
 	ipcRequire(t)
 	if os.Geteuid() != 0 {
-		t.Skip("only a root worker can give the Landlock mode an IPC namespace; an ordinary user's runs are refused IPC instead (TestLandlockModeRefusesIPCUnprivileged)")
+		t.Skip("only a root worker can give the Landlock mode an IPC namespace; an ordinary user's runs are refused IPC instead (TestLandlockModeRefusesIPCWithoutAnIPCNamespace)")
 	}
 	key, name := ipcNames()
 	id, err := unix.SysvShmGet(key, 4096, unix.IPC_CREAT|unix.IPC_EXCL|0o666)
@@ -263,18 +264,26 @@ func TestLandlockModeIPCIsPrivate(t *testing.T) {
 	require.False(t, mqGone, "control: a host process's queue stays")
 }
 
-// TestLandlockModeRefusesIPCUnprivileged: an ordinary-user worker cannot
-// give its Landlock-mode runs an IPC namespace, so their seccomp filter
-// refuses SysV shared memory, message queues, semaphores and POSIX
-// message queues with EPERM (else the runs of one uid would share them,
-// with each other and the worker, and outlive their task); the control
-// makes each, as the same user, outside a sandbox.
-func TestLandlockModeRefusesIPCUnprivileged(t *testing.T) {
+// TestLandlockModeRefusesIPCWithoutAnIPCNamespace: a worker that cannot
+// give its Landlock-mode runs an IPC namespace (an ordinary user; root on
+// a host that refuses namespaces, as a container's seccomp profile does:
+// the test then runs again in such a child) has their seccomp filter
+// refuse SysV shared memory, message queues, semaphores and POSIX message
+// queues with EPERM (else the runs would share them, with each other and
+// the host, and outlive their task); the control makes each, as the same
+// user, outside a sandbox.
+func TestLandlockModeRefusesIPCWithoutAnIPCNamespace(t *testing.T) {
 	llRequire(t, 6)
 	ipcRequire(t)
-	if os.Geteuid() == 0 {
-		t.Skip("a root worker's Landlock-mode runs have their own IPC namespace (TestLandlockModeIPCIsPrivate); this runs as an ordinary user (make test-sandbox-unpriv)")
+	if os.Geteuid() == 0 && !inContainerChild(t) {
+		require.True(t, ipcNamespaceAllowed(), "control: root makes an IPC namespace here")
+		runInContainerChild(t, sandboxtest.ContainerNoNamespaces)
+		return
 	}
+	if inContainerChild(t) {
+		requireNamespacesRefused(t)
+	}
+	require.False(t, ipcNamespaceAllowed(), "this worker cannot make an IPC namespace")
 	_, name := ipcNames()
 	require.Equal(t, "shm:ok\nmsg:ok\nsem:ok\nmq:ok\n", hostProbe(t, -1, "private", name), "control: the same user makes each outside a sandbox")
 	r := llRunner(t, 1_900_103_050)

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
+	"sync"
 	"syscall"
 	"time"
 
@@ -84,11 +86,26 @@ func (landlockMode) prepare(r *Runner, b *box, _ Spec) (launchPlan, error) {
 
 // landlockOwnIPC says whether a Landlock-mode run gets an IPC namespace
 // of its own: a root worker (the one with a uid pool) can make one
-// without a user namespace. The task's SysV IPC and POSIX message queues
-// are then private, and what it made there dies with the namespace when
-// its last process leaves. An ordinary-user worker cannot, and its tasks'
-// seccomp filter refuses those calls instead (landlockView.OwnIPC).
-func (r *Runner) landlockOwnIPC() bool { return r.pool != nil }
+// without a user namespace, unless the host refuses namespaces (a
+// container's seccomp profile: ipcNamespaceAllowed). The task's SysV IPC
+// and POSIX message queues are then private, and what it made there dies
+// with the namespace when its last process leaves. Otherwise (an
+// ordinary-user worker, a host that refuses) its tasks' seccomp filter
+// refuses those calls instead (landlockView.OwnIPC).
+func (r *Runner) landlockOwnIPC() bool { return r.pool != nil && ipcNamespaceAllowed() }
+
+// ipcNamespaceAllowed reports whether this process may make an IPC
+// namespace: a thread of its own unshares one and is then discarded (a
+// goroutine that ends locked to its thread takes the thread with it).
+// Asked once: what the host allows does not change under a worker.
+var ipcNamespaceAllowed = sync.OnceValue(func() bool {
+	ok := make(chan bool)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread is not reused
+		ok <- unix.Unshare(unix.CLONE_NEWIPC) == nil
+	}()
+	return <-ok
+})
 
 // task is the init's config for a Landlock-mode run, with host paths.
 // Hidden paths (Spec.Hide) are left out of every rule (hideFromRules).
