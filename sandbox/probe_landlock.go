@@ -106,12 +106,14 @@ func probeLandlock(ctx context.Context, cfg Config, namespaces bool) (checks []C
 	}
 	checks = append(checks, abi)
 	mode := Check{Name: "landlock mode"}
+	var r *Runner
 	if abi.OK {
 		c.Isolation = IsolationLandlock
 		c.Prestart = 0
 		// As the namespace probe: the worker's own scratch root.
 		c.ScratchRoot = cfg.ScratchRoot
-		r, err := New(c)
+		var err error
+		r, err = New(c)
 		if err == nil {
 			defer r.Close()
 			err = r.Start(ctx)
@@ -134,10 +136,23 @@ func probeLandlock(ctx context.Context, cfg Config, namespaces bool) (checks []C
 		mode.Fix = abi.Fix
 	}
 	checks = append(checks, mode)
+	if mode.OK {
+		checks = append(checks, landlockIPCCheck(r))
+	}
 	// What each isolation value gives, from the probes that ran.
 	st = landlockReport(c.LandlockMinABI, namespaces, mode.OK)
 	for _, m := range []Isolation{IsolationAuto, IsolationNamespace, IsolationLandlock} {
 		checks = append(checks, Check{Name: "isolation " + string(m), OK: !strings.HasPrefix(st.Modes[m], "refused"), Detail: st.Modes[m]})
 	}
 	return checks, mode.OK
+}
+
+// landlockIPCCheck says how r's Landlock-mode runs keep SysV IPC and
+// POSIX message queues private: both ways are safe, so it is always ok.
+func landlockIPCCheck(r *Runner) Check {
+	c := Check{Name: "landlock-mode IPC", OK: true, Detail: "private: an IPC namespace per run"}
+	if !r.landlockOwnIPC() {
+		c.Detail = "refused by seccomp (this worker cannot make an IPC namespace)"
+	}
+	return c
 }

@@ -29,10 +29,11 @@ func TestDoctorInAContainerMapping0To65535(t *testing.T) {
 		{
 			name: "automatic range",
 			checks: map[string]string{
-				"sandbox uids":   "ok 64510..65533, mapped in /proc/self/uid_map \"0 100000 65536\"",
-				"namespace mode": "ok probe sandbox ran",
-				"landlock mode":  "ok probe sandbox ran: landlock+seccomp",
-				"isolation auto": "ok namespace+landlock+seccomp",
+				"sandbox uids":      "ok 64510..65533, mapped in /proc/self/uid_map \"0 100000 65536\"",
+				"namespace mode":    "ok probe sandbox ran",
+				"landlock mode":     "ok probe sandbox ran: landlock+seccomp",
+				"landlock-mode IPC": "ok private: an IPC namespace per run",
+				"isolation auto":    "ok namespace+landlock+seccomp",
 			},
 			modes: "namespace, landlock",
 		},

@@ -33,8 +33,9 @@ func TestDoctorReportsTheLandlockFallback(t *testing.T) {
 		{
 			name: "unconfined (control)",
 			checks: map[string]string{
-				"namespace mode": "ok probe sandbox ran",
-				"isolation auto": "ok namespace+landlock+seccomp",
+				"namespace mode":    "ok probe sandbox ran",
+				"landlock-mode IPC": "ok private: an IPC namespace per run",
+				"isolation auto":    "ok namespace+landlock+seccomp",
 			},
 			modes: "namespace, landlock",
 		},
@@ -45,6 +46,7 @@ func TestDoctorReportsTheLandlockFallback(t *testing.T) {
 				"seccomp on the worker": "NO Seccomp: 2",
 				"namespace mode":        "NO sandbox setup failed at start init",
 				"landlock mode":         "ok probe sandbox ran: landlock+seccomp",
+				"landlock-mode IPC":     "ok refused by seccomp (this worker cannot make an IPC namespace)",
 				"isolation auto":        "ok landlock+seccomp",
 				"isolation namespace":   "NO refused (its probe sandbox failed: see namespace mode)",
 			},
