@@ -183,6 +183,49 @@ func TestClientBinaryExecsTheHost(t *testing.T) {
 		require.NoError(t, up.Wait())
 	})
 
+	t.Run("an ordinary user's up serves", func(t *testing.T) {
+		// As root: the binaries, data dir and scratch root where uid
+		// 65534 (no passwd entry needed) reaches them, and every process
+		// run as that uid. As an ordinary user: as it is.
+		dir, err := os.MkdirTemp("", "warren-unpriv-up-")
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = os.RemoveAll(dir) })
+		require.NoError(t, os.Chmod(dir, 0o755))
+		for _, name := range []string{"warren", "warren-host", "warren-sandbox-init", "warren-sandbox-agent"} {
+			b, err := os.ReadFile(filepath.Join(filepath.Dir(warren), name))
+			require.NoError(t, err)
+			require.NoError(t, os.WriteFile(filepath.Join(dir, name), b, 0o755))
+		}
+		home := filepath.Join(dir, "home")
+		require.NoError(t, os.Mkdir(home, 0o700))
+		var cred *syscall.Credential
+		if os.Geteuid() == 0 {
+			cred = &syscall.Credential{Uid: 65534, Gid: 65534, Groups: []uint32{}}
+			require.NoError(t, os.Chown(home, 65534, 65534))
+		}
+		as := func(c *exec.Cmd) *exec.Cmd {
+			c.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+			c.Dir = home
+			c.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + home, "TMPDIR=" + home,
+				"WARREN_DATA_DIR=" + filepath.Join(home, "data"), "WARREN_LOG_LEVEL=warn"}
+			return c
+		}
+		port := brokertest.FreePorts(t, 1)[0]
+		up := startProcess(t, as(exec.Command(filepath.Join(dir, "warren"), "up", "--capacity", "2",
+			"--listen", fmt.Sprintf("127.0.0.1:%d", port), "--cluster-listen", "127.0.0.1:0")), "worker ready")
+		c := as(exec.Command(filepath.Join(dir, "warren"), "exec", "--", "sh", "-c", "id -u; echo hi"))
+		out, err := c.CombinedOutput()
+		require.NoError(t, err, "%s", out)
+		uid := os.Geteuid()
+		if cred != nil {
+			uid = int(cred.Uid)
+		}
+		// The sandbox maps the worker's own uid (no pool to take one from).
+		require.Equal(t, fmt.Sprintf("%d\nhi\n", uid), string(out))
+		require.NoError(t, up.Process.Signal(syscall.SIGTERM))
+		require.NoError(t, up.Wait())
+	})
+
 	t.Run("worker's errors and exit status are warren-host's", func(t *testing.T) {
 		fresh := append(env, "WARREN_DATA_DIR="+t.TempDir())
 		c, cc := run(fresh, warren, "worker")
