@@ -4,7 +4,6 @@ import (
 	"os"
 
 	"github.com/warrenhq/warren/sandbox/internal/ident"
-	"golang.org/x/sys/unix"
 )
 
 // killLeftovers kills, once and without waiting, what of b's Landlock-mode
@@ -25,16 +24,11 @@ func (r *Runner) killLeftovers(b *box) {
 	}
 }
 
-// killUID SIGKILLs every live process of uid once; never the worker's own.
+// killUID SIGKILLs every process of uid at once (ident.KillAll); never
+// the worker's own.
 func killUID(uid uint32) {
 	if uid == uint32(os.Getuid()) {
 		return
 	}
-	live, _, err := ident.Processes(uid)
-	if err != nil {
-		return
-	}
-	for _, pid := range live {
-		_ = unix.Kill(pid, unix.SIGKILL)
-	}
+	_ = ident.KillAll(uid)
 }

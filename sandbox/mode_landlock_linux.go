@@ -237,13 +237,17 @@ func (r *Runner) landlockTeardown(home scratchDir, uid uint32, cg *cgroup.Group)
 }
 
 // landlockSweepTimeout bounds the uid sweep; a uid still busy after it is
-// quarantined by the pool's teardown check.
+// quarantined by the pool's teardown check. Nothing escapes the kill
+// itself (ident.KillAll): this is for a killed process that is slow to
+// die (in the kernel), not for one that keeps ahead of the sweep.
 const landlockSweepTimeout = time.Second
 
-// landlockSweepUID SIGKILLs every live process running as uid (setsid
-// escapees included) until none is left or the timeout passes; zombies are
-// dead already and only wait for their parent. Only meaningful for a
-// dedicated pool uid: never call it with the worker's own uid.
+// landlockSweepUID SIGKILLs every process of uid at once (ident.KillAll:
+// setsid escapees, deep chains and processes that change their pid by
+// forking included) until /proc shows none live or the timeout passes;
+// zombies are dead already and only wait for their parent. Only
+// meaningful for a dedicated pool uid: never call it with the worker's
+// own uid.
 func landlockSweepUID(uid uint32) error {
 	if uid == uint32(os.Getuid()) {
 		return errors.New("refusing to sweep the worker's own uid")
@@ -257,8 +261,8 @@ func landlockSweepUID(uid uint32) error {
 		if len(live) == 0 && (len(zombies) == 0 || time.Now().After(deadline)) {
 			return nil
 		}
-		for _, pid := range live {
-			_ = unix.Kill(pid, unix.SIGKILL)
+		if err := ident.KillAll(uid); err != nil {
+			return err
 		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("processes of uid %d survive the sweep: %v", uid, live)

@@ -79,7 +79,11 @@ func isLiveInit(pid int) bool {
 	return liveInits.pids[pid] > 0
 }
 
-// orphanSweepTimeout bounds one sweep, as landlockSweepTimeout does.
+// orphanSweepTimeout bounds how long a sweep goes on without finding a
+// leftover it has not seen before: what it killed and still sees then is
+// stuck (in the kernel). A leftover that keeps changing its pid (a fork
+// and exit in a loop) or a tree that keeps growing gives the sweep new
+// pids, and it goes on until it has them all.
 const orphanSweepTimeout = time.Second
 
 // sweepOrphans SIGKILLs and reaps every leftover of ended runs (see
@@ -87,11 +91,18 @@ const orphanSweepTimeout = time.Second
 // become, orphans of the worker too (dead or alive), the next round
 // catches.
 func sweepOrphans() error {
+	known := map[int]bool{}
 	deadline := time.Now().Add(orphanSweepTimeout)
-	for backoff := time.Millisecond; ; backoff = min(2*backoff, 50*time.Millisecond) {
+	for backoff := time.Duration(0); ; backoff = min(max(2*backoff, time.Millisecond), 50*time.Millisecond) {
 		seen, left, err := sweepOrphansOnce(true)
-		if err != nil || seen == 0 {
+		if err != nil || len(seen) == 0 {
 			return err
+		}
+		for _, pid := range seen {
+			if !known[pid] {
+				known[pid] = true
+				deadline, backoff = time.Now().Add(orphanSweepTimeout), 0 // look again at once
+			}
 		}
 		if time.Now().After(deadline) {
 			if left == 0 {
@@ -117,11 +128,11 @@ func reapDeadOrphans() {
 
 // sweepOrphansOnce looks at this process's children once: it kills the
 // live leftovers (when kill is set) and reaps the dead ones, and returns
-// how many leftovers it saw and how many of them are not reaped yet.
-func sweepOrphansOnce(kill bool) (seen, left int, err error) {
+// the leftovers it saw and how many of them are not reaped yet.
+func sweepOrphansOnce(kill bool) (seen []int, left int, err error) {
 	own, err := readProcStatus("self")
 	if err != nil {
-		return 0, 0, err
+		return nil, 0, err
 	}
 	self := strconv.Itoa(os.Getpid())
 	for _, pid := range ownChildren() {
@@ -141,7 +152,7 @@ func sweepOrphansOnce(kill bool) (seen, left int, err error) {
 			}
 			killLeftover(pid)
 		}
-		seen++
+		seen = append(seen, pid)
 		// Our child, so the pid is still its own. Its exited threads that
 		// made us their tracer hold its end back: reaped first. Not dead
 		// yet: the next round reaps it. ECHILD: another sweep reaped it

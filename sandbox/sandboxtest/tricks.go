@@ -243,6 +243,57 @@ while True:
 		Shows: func(ps []Proc) bool { return len(ps) >= 8 },
 		Hog:   true,
 	},
+	{
+		// A chain of 4 processes (an argument after on|off sets the
+		// depth; the process limit may stop it first): each the parent of
+		// the next, each in a session of its own, so no session or group
+		// kill takes more than one link.
+		Name: "setsid-chain",
+		Script: PythonPrelude + `
+if on:
+    depth, most = 0, int(sys.argv[3]) if len(sys.argv) > 3 else 4
+    while depth < most:
+        try:
+            pid = os.fork()
+        except OSError:
+            break
+        if pid:
+            hold()
+        os.setsid()
+        depth += 1
+    say("chain", depth)
+say("ready"); hold()
+`,
+		Evidence: "chain",
+		Shows:    func(ps []Proc) bool { return len(ps) >= 5 },
+	},
+	{
+		// A process that never keeps its pid: it forks, the parent exits,
+		// the child takes a session of its own and does it again, so a
+		// kill by pid, group or session finds it gone and a walk of the
+		// tree finds a child that has moved on.
+		Name: "pid-hopper",
+		Script: PythonPrelude + `
+if on:
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # no zombie of a hop counts
+if on and os.fork() == 0:
+    n = 0
+    while True:
+        try:
+            if os.fork():
+                os._exit(0)
+        except OSError:
+            time.sleep(0.001)
+            continue
+        os.setsid()
+        n += 1
+        if n == 10:
+            say("hopping")
+say("ready"); hold()
+`,
+		Evidence: "hopping",
+		Hog:      true,
+	},
 }
 
 // TrickNamed returns the trick called name; it panics for an unknown one.
