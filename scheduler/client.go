@@ -28,6 +28,12 @@ type Client struct {
 	// afterRoomCheck, when set (by tests), runs between a publication's
 	// room check and its first task: another publisher filling the stream.
 	afterRoomCheck func()
+	// skewResults, when set (by tests), changes the config of the n-th
+	// results consumer a collection makes (from 0): one that delivers
+	// nothing, to show the collection makes another.
+	skewResults func(n int, cfg *jetstream.OrderedConsumerConfig)
+	// resultStall, when set (by tests), replaces the const of that name.
+	resultStall time.Duration
 }
 
 // handle is a stream or bucket looked up at a time.

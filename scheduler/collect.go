@@ -122,22 +122,11 @@ func (c *Client) Collect(ctx context.Context, o CollectOptions) (*CollectReport,
 			return rep, err
 		}
 	}
-	// Retried like every request: a broker restarting just then (its
-	// JetStream still recovering) answers the create late or not at all.
-	cons, err := retry(ctx, c, "watch results", func() (jetstream.Consumer, error) {
-		return c.js.OrderedConsumer(ctx, messages.NamespaceOf(o.Batch).Results(), jetstream.OrderedConsumerConfig{FilterSubjects: []string{filter}})
-	})
-	if err != nil {
-		return rep, fmt.Errorf("scheduler: read results of %s: %w", o.Batch, err)
-	}
-	it, err := cons.Messages()
-	if err != nil {
-		return rep, fmt.Errorf("scheduler: read results of %s: %w", o.Batch, err)
-	}
-	defer it.Stop()
+	rr := &resultReader{c: c, stream: messages.NamespaceOf(o.Batch).Results(), filter: filter}
+	defer rr.stop()
 	seen := map[string]bool{}
 	for o.NoWait || !rep.Complete() {
-		msg, err := it.Next(jetstream.NextContext(ctx))
+		msg, err := rr.next(ctx)
 		if err != nil {
 			if ctx.Err() != nil {
 				return rep, context.Cause(ctx) // the broker away past RetryFor, or ctx's end

@@ -8,8 +8,10 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 	"github.com/warrenhq/warren/messages"
 	"github.com/warrenhq/warren/scheduler"
@@ -235,4 +237,53 @@ func TestCollectLoadsLargeOutputs(t *testing.T) {
 	require.Equal(t, big, string(got.Stdout), "the object's bytes are back in the result")
 	require.Empty(t, got.StdoutObject)
 	require.Equal(t, "small", string(got.Stderr))
+}
+
+// TestCollectMakesAStalledConsumerAgain: a results consumer that delivers
+// nothing though results are stored (as an ordered consumer did under
+// load: the collection waited for ever) is made again after the last
+// result read, and every result is handed on once. Here the first
+// consumer delivers the first half and then stalls. The control: with
+// every consumer stalled, the collection does not end.
+func TestCollectMakesAStalledConsumerAgain(t *testing.T) {
+	x := setup(t)
+	const n = 20
+	_, err := x.c.Publish(x.ctx, mustBatch(t, n, "stall"))
+	require.NoError(t, err)
+	for i := 1; i <= n; i++ {
+		x.storeResult(t, "stall", 1, strconv.Itoa(i), messages.StatusOK, 0)
+	}
+	firstHalf := func(cfg *jetstream.OrderedConsumerConfig) {
+		cfg.FilterSubjects = nil
+		for i := 1; i <= n/2; i++ {
+			cfg.FilterSubjects = append(cfg.FilterSubjects, messages.ResultSubject("stall", 1, strconv.Itoa(i)))
+		}
+	}
+
+	// Control: every consumer stalls after the first half.
+	x.c.SkewResults(50*time.Millisecond, func(_ int, cfg *jetstream.OrderedConsumerConfig) { firstHalf(cfg) })
+	ctx, cancel := context.WithTimeout(x.ctx, 500*time.Millisecond)
+	defer cancel()
+	rep, err := x.c.Collect(ctx, scheduler.CollectOptions{Batch: "stall"})
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.Equal(t, n/2, rep.Received, "control: a stalled consumer delivers no more")
+
+	var opened []uint64 // each consumer's start sequence
+	x.c.SkewResults(50*time.Millisecond, func(k int, cfg *jetstream.OrderedConsumerConfig) {
+		opened = append(opened, cfg.OptStartSeq)
+		if k == 0 {
+			firstHalf(cfg)
+		}
+	})
+	sink := &resultSink{}
+	rep, err = x.c.Collect(x.ctx, scheduler.CollectOptions{Batch: "stall", OnResult: sink.take})
+	require.NoError(t, err)
+	require.True(t, rep.Complete(), "%+v", rep)
+	require.Equal(t, n, rep.Received)
+	for i := 1; i <= n; i++ {
+		require.Equal(t, 1, sink.ids[strconv.Itoa(i)], "task %d", i)
+	}
+	require.Len(t, opened, 2, "consumers made")
+	require.Zero(t, opened[0], "the first from the start")
+	require.NotZero(t, opened[1], "the second after the last result read")
 }

@@ -2,7 +2,9 @@ package scheduler
 
 import (
 	"context"
+	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/warrenhq/warren/messages"
 )
 
@@ -45,3 +47,10 @@ func SetIDChunking(t interface{ Cleanup(func()) }, inline, chunk int) {
 
 // SplitIDs is splitIDs.
 func SplitIDs(ids []string) [][]string { return splitIDs(ids) }
+
+// SkewResults sets the wait after which a collection checks whether its
+// results consumer stalled, and changes the config of the n-th consumer
+// of every collection (from 0) with skew.
+func (c *Client) SkewResults(stall time.Duration, skew func(n int, cfg *jetstream.OrderedConsumerConfig)) {
+	c.resultStall, c.skewResults = stall, skew
+}
