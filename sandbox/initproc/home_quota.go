@@ -26,7 +26,7 @@ func mountHomeQuota(q *HomeQuota) error {
 		return fail(step, q.Path, err)
 	}
 	defer unix.Close(dir)
-	data := fmt.Sprintf("mode=0700,size=%d", q.Size)
+	data := fmt.Sprintf("mode=0700,size=%d,nr_inodes=%d", q.Size, TmpfsInodes(q.Size))
 	if err := unix.Mount("warren-home", fdPath(dir), "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, data); err != nil {
 		return fail(step, q.Path, err)
 	}

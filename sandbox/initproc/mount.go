@@ -113,7 +113,7 @@ func setupNamespace(ns *NSConfig) error {
 		if err := bindNoexec(root, tmpSrcs[0], "/tmp"); err != nil {
 			return fail("bind /tmp", ns.TmpIn+"/"+tmpInDirs[0], err)
 		}
-	} else if err := mountFresh(root, "/tmp", "tmpfs", tmpfsFlags, fmt.Sprintf("mode=1777,size=%d", ns.TmpSize)); err != nil {
+	} else if err := mountFresh(root, "/tmp", "tmpfs", tmpfsFlags, fmt.Sprintf("mode=1777,size=%d,nr_inodes=%d", ns.TmpSize, TmpfsInodes(ns.TmpSize))); err != nil {
 		return fail("mount /tmp", "/tmp", err)
 	}
 	if err := bindAndLink(root, srcs, ns.Binds, ns.Symlinks); err != nil {
@@ -133,7 +133,7 @@ func setupNamespace(ns *NSConfig) error {
 		if err := bindNoexec(root, tmpSrcs[1], "/dev/shm"); err != nil {
 			return fail("bind /dev/shm", ns.TmpIn+"/"+tmpInDirs[1], err)
 		}
-	} else if err := mountFresh(root, "/dev/shm", "tmpfs", tmpfsFlags, fmt.Sprintf("mode=1777,size=%d", ns.ShmSize)); err != nil {
+	} else if err := mountFresh(root, "/dev/shm", "tmpfs", tmpfsFlags, fmt.Sprintf("mode=1777,size=%d,nr_inodes=%d", ns.ShmSize, TmpfsInodes(ns.ShmSize))); err != nil {
 		return fail("mount /dev/shm", "/dev/shm", err)
 	}
 	if err := mountFresh(root, "/proc", "proc", tmpfsFlags, ""); err != nil {
