@@ -102,7 +102,7 @@ func TestResourceLimitsAreReported(t *testing.T) {
 
 func TestRlimitsAreApplied(t *testing.T) {
 	r := nsRunner(t)
-	probe := py(`import resource as r; print([r.getrlimit(x) for x in (r.RLIMIT_NOFILE, r.RLIMIT_NPROC, r.RLIMIT_FSIZE, r.RLIMIT_CPU, r.RLIMIT_AS, r.RLIMIT_CORE)])`)
+	probe := py(`import resource as r; print([r.getrlimit(x) for x in (r.RLIMIT_NOFILE, r.RLIMIT_NPROC, r.RLIMIT_FSIZE, r.RLIMIT_CPU, r.RLIMIT_AS, r.RLIMIT_CORE, r.RLIMIT_SIGPENDING)])`)
 	o := runIn(t, r, Spec{Argv: probe,
 		Limits: Limits{OpenFiles: 77, Processes: 33, FileSize: 1 << 20, CPU: 9_500_000_000, Memory: 512 << 20}})
 	// RLIMIT_AS only without a cgroup: with one, the cgroup bounds memory
@@ -111,7 +111,7 @@ func TestRlimitsAreApplied(t *testing.T) {
 	if r.cgroups.Version != 0 {
 		as = "(-1, -1)"
 	}
-	require.Equal(t, "[(77, 77), (33, 33), (1048576, 1048576), (10, 11), "+as+", (0, 0)]\n", o.stdout)
+	require.Equal(t, "[(77, 77), (33, 33), (1048576, 1048576), (10, 11), "+as+", (0, 0), (1024, 1024)]\n", o.stdout)
 }
 
 func TestRunIsInItsOwnCgroup(t *testing.T) {

@@ -35,5 +35,16 @@ func limitsToRlimits(l Limits) []initRlimit {
 		{Resource: unix.RLIMIT_FSIZE, Cur: uint64(l.FileSize), Max: uint64(l.FileSize)},
 		// SIGXCPU at the limit, SIGKILL a second later.
 		{Resource: unix.RLIMIT_CPU, Cur: cpu, Max: cpu + 1},
+		{Resource: unix.RLIMIT_SIGPENDING, Cur: pendingSignals, Max: pendingSignals},
 	}
 }
+
+// pendingSignals is every run's RLIMIT_SIGPENDING: the signals queued and
+// not yet taken (kill, sigqueue, timers) are counted per user, by default
+// up to tens of thousands, so one sandbox could queue them all and make
+// every queued signal of another sandbox of that user, or of the host
+// user, fail with EAGAIN. With its own user namespace (the namespace
+// mode) a run's count is its own, bounded by this; the host user's count
+// holds all its runs', at most capacity × pendingSignals (POSIX asks for
+// 32 at least).
+const pendingSignals = 1024
