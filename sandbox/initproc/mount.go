@@ -147,6 +147,9 @@ func setupNamespace(ns *NSConfig) error {
 	if err := os.WriteFile(fdPath(root)+"/proc/sys/user/max_user_namespaces", []byte("0"), 0); err != nil {
 		return fail("disable nested user namespaces", "/proc/sys/user/max_user_namespaces", err)
 	}
+	if err := boundUserCounts(fdPath(root) + "/proc/sys/user/"); err != nil {
+		return err
+	}
 	if err := unix.Sethostname([]byte(ns.Hostname)); err != nil {
 		return fail("sethostname", "", err)
 	}
