@@ -18,6 +18,7 @@ import (
 	"github.com/nats-io/nkeys"
 	"github.com/stretchr/testify/require"
 	"github.com/warrenhq/warren/broker"
+	"github.com/warrenhq/warren/internal/syncbuf"
 	"github.com/warrenhq/warren/messages"
 )
 
@@ -38,16 +39,16 @@ func freeTCPPort(t *testing.T) int {
 
 // background starts a long-running warren process, stopped with SIGTERM
 // at the end of the test (it must exit 0).
-func background(t *testing.T, c *exec.Cmd) *bytes.Buffer {
+func background(t *testing.T, c *exec.Cmd) *syncbuf.Buffer {
 	t.Helper()
-	var errb bytes.Buffer
-	c.Stderr = &errb
+	errb := &syncbuf.Buffer{} // the process writes while the test reads
+	c.Stderr = errb
 	require.NoError(t, c.Start())
 	t.Cleanup(func() {
 		_ = c.Process.Signal(syscall.SIGTERM)
 		require.NoError(t, c.Wait(), "%s must exit 0 on SIGTERM; stderr:\n%s", c.Args[1], errb.String())
 	})
-	return &errb
+	return errb
 }
 
 func startAuthE2E(t *testing.T) *authE2E {
@@ -86,7 +87,7 @@ func (a *authE2E) as(ctx context.Context, creds string, args ...string) *exec.Cm
 
 // waitForWorker waits until a worker has registered (submit refuses a
 // pool no live worker serves).
-func (a *authE2E) waitForWorker(t *testing.T, workerErr *bytes.Buffer) {
+func (a *authE2E) waitForWorker(t *testing.T, workerErr fmt.Stringer) {
 	t.Helper()
 	require.Eventually(t, func() bool {
 		out, _, code := runCmd(t, a.as(context.Background(), broker.AdminCreds, "hosts", "--json"))
