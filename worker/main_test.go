@@ -22,14 +22,22 @@ import (
 // the URL it names, so a test can SIGKILL a real worker.
 const helperWorkerEnv = "WARREN_TEST_WORKER_URL"
 
+// testInitPath is the dedicated sandbox init (cmd/warren-sandbox-init) the
+// tests' sandboxes start, as a worker installed by `make build` does; ""
+// when it could not be built (they then re-exec this binary).
+var testInitPath string
+
 func TestMain(m *testing.M) {
-	sandbox.MaybeInit() // sandboxes re-exec this binary as their init
+	sandbox.MaybeInit() // sandboxes re-exec this binary as their init when no dedicated init was built
 	if url := os.Getenv(helperWorkerEnv); url != "" {
 		os.Exit(runHelperWorker(url))
 	}
 	removeAgent := buildSessionAgent()
+	var removeInit func()
+	testInitPath, removeInit = sandboxtest.InitForMain()
 	code := m.Run()
 	removeAgent()
+	removeInit()
 	if code == 0 {
 		// Every goroutine a worker starts is owned and waited for by Stop:
 		// none may outlive the tests.

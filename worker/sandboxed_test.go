@@ -24,7 +24,7 @@ func sandboxedRunner(t testing.TB, prestart int) *sandbox.Runner {
 	root, err := os.MkdirTemp("", "warren-worker-sandbox-")
 	require.NoError(t, err)
 	require.NoError(t, os.Chmod(root, 0o711))
-	r, err := sandbox.New(sandbox.Config{ScratchRoot: root, Prestart: prestart})
+	r, err := sandbox.New(sandbox.Config{ScratchRoot: root, InitPath: testInitPath, Prestart: prestart})
 	require.NoError(t, err)
 	t.Cleanup(func() {
 		require.NoError(t, r.Close())

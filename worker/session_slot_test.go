@@ -24,7 +24,7 @@ func slotRunner(t *testing.T) *sandbox.Runner {
 	root, err := os.MkdirTemp("", "warren-worker-slot-")
 	require.NoError(t, err)
 	require.NoError(t, os.Chmod(root, 0o711))
-	r, err := sandbox.New(sandbox.Config{ScratchRoot: root, Prestart: 1, Defaults: sandbox.Limits{Disk: sandbox.DefaultDisk}})
+	r, err := sandbox.New(sandbox.Config{ScratchRoot: root, InitPath: testInitPath, Prestart: 1, Defaults: sandbox.Limits{Disk: sandbox.DefaultDisk}})
 	require.NoError(t, err)
 	t.Cleanup(func() {
 		require.NoError(t, r.Close())

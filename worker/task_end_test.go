@@ -28,7 +28,7 @@ func slottedRunner(t *testing.T, prestart int) *sandbox.Runner {
 	root, err := os.MkdirTemp("", "warren-worker-sandbox-")
 	require.NoError(t, err)
 	require.NoError(t, os.Chmod(root, 0o711))
-	r, err := sandbox.New(sandbox.Config{ScratchRoot: root, Prestart: prestart, Defaults: sandbox.Limits{Disk: sandbox.DefaultDisk}})
+	r, err := sandbox.New(sandbox.Config{ScratchRoot: root, InitPath: testInitPath, Prestart: prestart, Defaults: sandbox.Limits{Disk: sandbox.DefaultDisk}})
 	require.NoError(t, err)
 	t.Cleanup(func() {
 		require.NoError(t, r.Close())

@@ -33,6 +33,29 @@ func BuildInit(tb testing.TB) string {
 	return bin
 }
 
+// InitForMain is BuildInit for a TestMain (no testing.TB): InitEnv when
+// set, else the init built in a 0755 directory; remove deletes what it
+// built. Without a Go toolchain it returns "" (the runner then re-execs
+// the test binary, which must call sandbox.MaybeInit first).
+func InitForMain() (bin string, remove func()) {
+	if p := os.Getenv(InitEnv); p != "" {
+		return p, func() {}
+	}
+	dir, err := os.MkdirTemp("", "warren-init-")
+	if err == nil {
+		err = os.Chmod(dir, 0o755) // sandbox uids of a root run must reach it
+	}
+	if err == nil {
+		bin, err = Build(dir, "warren-sandbox-init", "github.com/warrenhq/warren/cmd/warren-sandbox-init")
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "no dedicated sandbox init (%v): the runner re-execs the test binary\n", err)
+		_ = os.RemoveAll(dir)
+		return "", func() {}
+	}
+	return bin, func() { _ = os.RemoveAll(dir) }
+}
+
 // BuildAgent returns the sandbox session agent (cmd/warren-sandbox-agent)
 // for tests outside package sandbox/session: AgentEnv when set, else built
 // as `make build` does (static) in a directory sandbox uids of a root
