@@ -4,22 +4,27 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"github.com/rs/zerolog"
-	"go.uber.org/goleak"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"sync"
 	"testing"
 
+	"github.com/rs/zerolog"
+	"go.uber.org/goleak"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/warrenhq/warren/sandbox"
+	"github.com/warrenhq/warren/sandbox/sandboxtest"
 )
 
 func TestMain(m *testing.M) {
-	sandbox.MaybeInit()
+	sandbox.MaybeInit() // sandboxes re-exec this binary as their init when no dedicated init was built
+	var removeInit func()
+	testInitPath, removeInit = sandboxtest.InitForMain()
 	code := m.Run()
+	removeInit()
 	if code == 0 {
 		// REPL pools and the service's single-flight own their goroutines
 		// (Close waits for them): none may outlive the tests.
@@ -32,6 +37,11 @@ func TestMain(m *testing.M) {
 }
 
 var inCI = os.Getenv("CI") == "true"
+
+// testInitPath is the dedicated sandbox init (cmd/warren-sandbox-init) the
+// tests' sandboxes start, as a worker installed by `make build` does; ""
+// when it could not be built (they then re-exec this binary).
+var testInitPath string
 
 type testSandbox struct {
 	run      RunFunc
@@ -60,7 +70,7 @@ func testRunner(t testing.TB) testSandbox {
 			panic(err)
 		}
 		insecureRun = ins.Run
-		auto, err := sandbox.New(sandbox.Config{Isolation: sandbox.IsolationAuto, ScratchRoot: root})
+		auto, err := sandbox.New(sandbox.Config{Isolation: sandbox.IsolationAuto, ScratchRoot: root, InitPath: testInitPath})
 		if err == nil {
 			err = auto.Start(context.Background())
 		}
