@@ -4,14 +4,17 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"golang.org/x/sys/unix"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/warrenhq/warren/messages"
+	"github.com/warrenhq/warren/sandbox"
 )
 
 // corpusCase is one line of testdata/verify/coq/manifest.jsonl.
@@ -101,34 +104,92 @@ func removeIfExists(p string) error {
 	return nil
 }
 
-// TestCoqCorpus runs every good proof and attack through the Checker with
-// real coqc/coqchk in the sandbox: zero false accepts, every good proof
-// accepted, each rejection for the expected reason.
+// TestCoqCorpus runs every good proof and attack of the corpus with real
+// coqc/coqchk through the Service, as a worker does, in each isolation
+// mode (namespace, then Landlock; auto is the first of them where the host
+// has it): zero false accepts, every good proof accepted, each rejection
+// for the expected reason. The whole corpus gets the same verdict
+// (accepted, reason) and toolchain fingerprint in both modes, so a verdict
+// (and a cached one) does not depend on which kind of host decided it.
+// Each proof is compiled once per mode (TestCoqCorpus/<case>/<mode>).
+// Outside CI, a host with neither mode runs the corpus without isolation,
+// its host-probing cases skipped.
 func TestCoqCorpus(t *testing.T) {
 	requireCoq(t)
-	sb := testRunner(t)
 	ps := testProfiles(t)
-	c := newTestChecker(t)
 	plantCanary(t)
-	for _, tc := range loadCorpus(t) {
+	svc, skipped := NewService(newTestChecker(t), ps, nil)
+	require.Empty(t, skipped)
+	cases := loadCorpus(t)
+	type got struct {
+		accepted  bool
+		reason    messages.Reason
+		toolchain string
+	}
+	type mode struct {
+		name     string
+		run      RunFunc
+		isolated bool
+	}
+	var modes []mode
+	var unavailable []string
+	for _, iso := range []sandbox.Isolation{sandbox.IsolationNamespace, sandbox.IsolationLandlock} {
+		run, err := modeRunner(t, iso)
+		if err != nil {
+			unavailable = append(unavailable, err.Error())
+			continue
+		}
+		modes = append(modes, mode{string(iso), run, true})
+	}
+	if len(modes) == 0 {
+		testRunner(t) // initialises insecureRun
+		t.Logf("no isolation here (%v): the corpus runs without", unavailable)
+		modes = append(modes, mode{"insecure", insecureRun, false})
+	}
+	var mu sync.Mutex
+	verdicts := map[string]map[string]got{} // by mode, then case
+	for _, m := range modes {
+		verdicts[m.name] = map[string]got{}
+	}
+	for _, tc := range cases {
 		t.Run(tc.ID, func(t *testing.T) {
 			t.Parallel()
-			if tc.NeedsIsolation && !sb.isolated {
-				t.Skipf("probes host files, meaningful only inside a sandbox; isolation unavailable here (%s); TestCoqHostProbesControl shows the probe works outside", sb.why)
-			}
-			p := ps.Get(tc.Profile)
-			require.NotNil(t, p, "profile %s", tc.Profile)
-			v, u, err := c.Check(context.Background(), sb.run, p, tc.spec(t))
-			require.NoError(t, err)
-			require.Equal(t, tc.Expect.Accepted, v.Accepted, "verdict %+v", v)
-			require.Equal(t, tc.Expect.Reason, v.Reason, "messages:\n%s", v.Messages)
-			require.Contains(t, v.Messages, tc.MessageContains)
-			require.Positive(t, u.Steps)
-			if tc.HostFile != "" {
-				require.NoFileExists(t, tc.HostFile, "the proof wrote a host file")
+			for _, m := range modes {
+				t.Run(m.name, func(t *testing.T) {
+					t.Parallel()
+					if tc.NeedsIsolation && !m.isolated {
+						t.Skip("probes host files, meaningful only inside a sandbox; TestCoqHostProbesControl shows the probe works outside")
+					}
+					task := &messages.Task{V: messages.Version, ID: tc.ID, Batch: "corpus", Attempt: 1, Kind: messages.KindVerify,
+						Profile: tc.Profile, Verify: tc.spec(t)}
+					out, err := svc.Verify(context.Background(), m.run, task)
+					require.NoError(t, err)
+					v := out.Verdict
+					require.Equal(t, tc.Expect.Accepted, v.Accepted, "verdict %+v", v)
+					require.Equal(t, tc.Expect.Reason, v.Reason, "messages:\n%s", v.Messages)
+					require.Contains(t, v.Messages, tc.MessageContains)
+					require.NotEmpty(t, out.InForce, "no sandboxed step ran")
+					if tc.HostFile != "" {
+						require.NoFileExists(t, tc.HostFile, "the proof wrote a host file")
+					}
+					mu.Lock()
+					verdicts[m.name][tc.ID] = got{v.Accepted, v.Reason, v.Toolchain}
+					mu.Unlock()
+				})
 			}
 		})
 	}
+	// The parallel subtests run once this function has returned: compare
+	// their verdicts when they have all ended.
+	t.Cleanup(func() {
+		if len(unavailable) > 0 {
+			t.Logf("verdicts not compared across modes: %v", unavailable)
+			return
+		}
+		ns, ll := verdicts[string(sandbox.IsolationNamespace)], verdicts[string(sandbox.IsolationLandlock)]
+		require.NotEmpty(t, ns) // all of the corpus, or what -run selected
+		require.Equal(t, ns, ll, "namespace and Landlock verdicts differ")
+	})
 }
 
 // TestCoqHostProbesControl runs the host-probing attacks without a sandbox:
@@ -153,4 +214,26 @@ func TestCoqHostProbesControl(t *testing.T) {
 			}
 		})
 	}
+}
+
+// modeRunner returns a RunFunc for one isolation mode, or why the host
+// cannot run it; in CI an unavailable mode fails t.
+func modeRunner(t *testing.T, iso sandbox.Isolation) (RunFunc, error) {
+	t.Helper()
+	root := filepath.Join(os.TempDir(), "warren-verify-test-sandboxes")
+	r, err := sandbox.New(sandbox.Config{Isolation: iso, ScratchRoot: root, InitPath: testInitPath})
+	if err == nil {
+		t.Cleanup(func() { _ = r.Close() })
+		err = r.Start(context.Background())
+	}
+	if err == nil {
+		_, err = r.Run(context.Background(), sandbox.Spec{Argv: []string{"/bin/true"}})
+	}
+	if err != nil {
+		if inCI {
+			t.Fatalf("CI=true but isolation %s is unavailable: %v", iso, err)
+		}
+		return nil, fmt.Errorf("isolation %s unavailable here: %w", iso, err)
+	}
+	return r.Run, nil
 }
