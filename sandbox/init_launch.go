@@ -223,6 +223,11 @@ func startInitIn(init initBinary, attr *syscall.SysProcAttr, cg *cgroup.Group, c
 	return s, nil
 }
 
+// setupTimeout bounds a run's setup, from the init's start to the
+// command's exec (Limits.Wall counts from there): a setup still not done
+// then is stuck, and the run fails with a *SetupError (step "setup").
+const setupTimeout = 30 * time.Second
+
 // finish attaches the init to its cgroup, sends its config, and waits for
 // the task tree to end (on the thread that started the init).
 func (s *startedInit) finish(ctx context.Context, l initLaunch) (*Result, error) {
@@ -231,12 +236,31 @@ func (s *startedInit) finish(ctx context.Context, l initLaunch) (*Result, error)
 		s.kill(l.killTree)
 		return nil, err
 	}
-	wall := time.NewTimer(l.spec.Limits.Wall)
-	defer wall.Stop()
 	done := make(chan struct{})
 	defer close(done)
-	var timedOut, cancelled atomic.Bool
+	running := make(chan struct{}) // closed once the command is exec'd
+	var setupTimedOut, timedOut, cancelled atomic.Bool
 	go func() {
+		// The wall limit is the command's: it counts from its exec. Until
+		// then the setup has its own bound, so that a slow setup on a busy
+		// host does not eat a short limit (and a stuck one still ends).
+		setup := time.NewTimer(setupTimeout)
+		defer setup.Stop()
+		select {
+		case <-setup.C:
+			setupTimedOut.Store(true)
+			kill()
+			return
+		case <-ctx.Done():
+			cancelled.Store(true)
+			kill()
+			return
+		case <-done:
+			return
+		case <-running:
+		}
+		wall := time.NewTimer(l.spec.Limits.Wall)
+		defer wall.Stop()
 		select {
 		case <-wall.C:
 			timedOut.Store(true)
@@ -253,7 +277,7 @@ func (s *startedInit) finish(ctx context.Context, l initLaunch) (*Result, error)
 		// cold start): the init builds its view meanwhile (prepare),
 		// and the task follows once the init is in its cgroup.
 		if err := s.prepare(l.cgroup, &initConfig{Prepare: true, NS: cfg.NS, Landlock: cfg.Landlock}); err != nil {
-			if timedOut.Load() || ctx.Err() != nil {
+			if setupTimedOut.Load() || ctx.Err() != nil {
 				return fail(&SetupError{Step: "setup", Err: context.DeadlineExceeded})
 			}
 			return fail(err)
@@ -274,11 +298,12 @@ func (s *startedInit) finish(ctx context.Context, l initLaunch) (*Result, error)
 	}
 	execErr, se := parseStatus(status, l.cfg.Argv)
 	if se != nil {
-		if len(status) == 0 && (timedOut.Load() || ctx.Err() != nil) {
+		if len(status) == 0 && (setupTimedOut.Load() || ctx.Err() != nil) {
 			return fail(&SetupError{Step: "setup", Err: context.DeadlineExceeded})
 		}
 		return fail(se)
 	}
+	close(running)
 
 	ended := func() {}
 	if execErr == nil {
@@ -288,6 +313,10 @@ func (s *startedInit) finish(ctx context.Context, l initLaunch) (*Result, error)
 	ended()
 	if waitErr != nil {
 		return nil, waitErr
+	}
+	if setupTimedOut.Load() {
+		// The setup's bound passed just as the command was exec'd.
+		return nil, &SetupError{Step: "setup", Err: context.DeadlineExceeded}
 	}
 	ownCPU := end.ownCPU
 	res := resultFromEnd(end, time.Since(s.start))

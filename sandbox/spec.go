@@ -138,7 +138,7 @@ const (
 
 // Limits bound one run. Zero means the runner's default (Config.Defaults).
 type Limits struct {
-	Wall      time.Duration // whole tree killed when it passes; Result.TimedOut
+	Wall      time.Duration // whole tree killed when the command has run this long (from its exec; the setup has its own bound); Result.TimedOut
 	CPU       time.Duration // RLIMIT_CPU
 	Memory    int64         // bytes: the run's cgroup memory where available, else RLIMIT_AS (set just before execve)
 	Processes int64         // RLIMIT_NPROC (per uid) and, where available, pids cgroup
