@@ -95,14 +95,26 @@ func (landlockMode) prepare(r *Runner, b *box, _ Spec) (launchPlan, error) {
 func (r *Runner) landlockOwnIPC() bool { return r.pool != nil && ipcNamespaceAllowed() }
 
 // ipcNamespaceAllowed reports whether this process may make an IPC
-// namespace: a thread of its own unshares one and is then discarded (a
-// goroutine that ends locked to its thread takes the thread with it).
-// Asked once: what the host allows does not change under a worker.
+// namespace: a thread of its own unshares one, goes back to the one it
+// had, and is then discarded (a goroutine that ends locked to its thread
+// takes the thread with it; the main thread, which cannot go, keeps the
+// IPC namespace it had). Asked once: what the host allows does not change
+// under a worker.
 var ipcNamespaceAllowed = sync.OnceValue(func() bool {
 	ok := make(chan bool)
 	go func() {
 		runtime.LockOSThread() // never unlocked: the thread is not reused
-		ok <- unix.Unshare(unix.CLONE_NEWIPC) == nil
+		own, err := os.Open("/proc/thread-self/ns/ipc")
+		if err != nil {
+			ok <- false
+			return
+		}
+		defer own.Close()
+		allowed := unix.Unshare(unix.CLONE_NEWIPC) == nil
+		if allowed {
+			_ = unix.Setns(int(own.Fd()), unix.CLONE_NEWIPC)
+		}
+		ok <- allowed
 	}()
 	return <-ok
 })

@@ -52,10 +52,28 @@ func TestBigBatchPublishesAndCollects(t *testing.T) {
 	answered := make(chan error, 1)
 	go func() { answered <- x.answerAll(ctx, "big", n) }()
 	start = time.Now()
-	got, err := x.c.Collect(ctx, scheduler.CollectOptions{Batch: "big"})
+	type collection struct {
+		rep *scheduler.CollectReport
+		err error
+	}
+	collecting := make(chan collection, 1)
+	go func() {
+		got, err := x.c.Collect(ctx, scheduler.CollectOptions{Batch: "big"})
+		collecting <- collection{got, err}
+	}()
+	var c collection
+	select {
+	case c = <-collecting:
+		require.NoError(t, <-answered)
+	case err := <-answered:
+		// A fake worker that failed leaves results missing: the
+		// collection would wait for them for ever.
+		require.NoError(t, err, "the fake worker")
+		c = <-collecting
+	}
+	got, err := c.rep, c.err
 	require.NoError(t, err)
 	collected := time.Since(start)
-	require.NoError(t, <-answered)
 	require.Equal(t, n, got.Received)
 	require.Equal(t, n, got.Counts[messages.StatusOK])
 	require.Empty(t, got.Foreign)
@@ -64,7 +82,9 @@ func TestBigBatchPublishesAndCollects(t *testing.T) {
 }
 
 // answerAll is a fake worker: it reads the batch's n tasks from the task
-// stream and stores an ok result for each.
+// stream and stores an ok result for each. Results are published
+// asynchronously, and each one whose publication failed (a loaded broker
+// times an ack out) is published again, as a worker's store retries.
 func (x *bundle) answerAll(ctx context.Context, batch string, n int) error {
 	cons, err := x.b.JS.OrderedConsumer(ctx, messages.StreamTasks, jetstream.OrderedConsumerConfig{FilterSubjects: []string{messages.BatchTaskFilter(batch)}})
 	if err != nil {
@@ -75,6 +95,7 @@ func (x *bundle) answerAll(ctx context.Context, batch string, n int) error {
 		return err
 	}
 	defer it.Stop()
+	pending := make([]jetstream.PubAckFuture, 0, n)
 	for range n {
 		msg, err := it.Next(jetstream.NextContext(ctx))
 		if err != nil {
@@ -86,14 +107,36 @@ func (x *bundle) answerAll(ctx context.Context, batch string, n int) error {
 		if err != nil {
 			return err
 		}
-		if _, err := x.b.JS.PublishAsync(messages.ResultSubject(batch, 1, id), data); err != nil {
+		f, err := x.b.JS.PublishAsync(messages.ResultSubject(batch, 1, id), data)
+		if err != nil {
+			return err
+		}
+		pending = append(pending, f)
+	}
+	for _, f := range pending {
+		select {
+		case <-f.Ok():
+			continue
+		case <-f.Err():
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		m := f.Msg()
+		if _, err := retryPublish(ctx, x.b.JS, m.Subject, m.Data); err != nil {
 			return err
 		}
 	}
-	select {
-	case <-x.b.JS.PublishAsyncComplete():
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
+	return nil
+}
+
+// retryPublish publishes data on subject until the stream acks it or ctx
+// ends.
+func retryPublish(ctx context.Context, js jetstream.JetStream, subject string, data []byte) (*jetstream.PubAck, error) {
+	for {
+		ack, err := js.Publish(ctx, subject, data)
+		if err == nil || ctx.Err() != nil {
+			return ack, err
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

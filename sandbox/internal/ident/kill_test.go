@@ -3,6 +3,7 @@ package ident
 import (
 	"os"
 	"os/exec"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -83,4 +84,30 @@ func TestKillAllTakesAPIDHopper(t *testing.T) {
 		}
 	}
 	require.NoError(t, unix.Kill(bystander.Process.Pid, 0), "a process of another uid was killed")
+}
+
+// TestKillAllLeavesNoThreadWithTheUID: after many KillAll calls, no thread
+// of this process has the sandbox uid in any of its ids (a thread that
+// could not go, the main thread, shows for the whole process in /proc).
+func TestKillAllLeavesNoThreadWithTheUID(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("KillAll takes a sandbox uid: a root worker's (make test runs this as root)")
+	}
+	const uid = 1_900_104_002
+	for range 50 {
+		require.NoError(t, KillAll(uid))
+	}
+	tasks, err := os.ReadDir("/proc/self/task")
+	require.NoError(t, err)
+	for _, task := range tasks {
+		b, err := os.ReadFile("/proc/self/task/" + task.Name() + "/status")
+		if err != nil {
+			continue // exited meanwhile
+		}
+		for line := range strings.SplitSeq(string(b), "\n") {
+			if ids, ok := strings.CutPrefix(line, "Uid:"); ok {
+				require.Equal(t, []string{"0", "0", "0", "0"}, strings.Fields(ids), "thread %s", task.Name())
+			}
+		}
+	}
 }
