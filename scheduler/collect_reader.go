@@ -10,10 +10,11 @@ import (
 
 // resultStall is how long a collection waits for its next result before
 // it asks the stream whether a result it has not had is stored: if one
-// is, the ordered consumer has stalled (seen under load, in the race
-// detector: every result stored, none delivered, no error), and it is made
-// again from the last result read. Nothing is lost or counted twice: the
-// new one starts after that result's stream sequence.
+// is, the ordered consumer has stalled (it delivers nothing and reports
+// no error), and it is made again from the last result read. Nothing is
+// lost or counted twice: the new one starts after that result's stream
+// sequence. A collection that is only waiting for results not stored yet
+// goes on waiting.
 const resultStall = 5 * time.Second
 
 // resultStuck is how long past its wait a consumer's Next may take before
