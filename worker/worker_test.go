@@ -114,7 +114,10 @@ func TestOutputCapTruncates(t *testing.T) {
 func TestInvalidTasksAreRefusedDeadLetteredAndNeverRedelivered(t *testing.T) {
 	b := brokertest.Start(t, brokertest.Options{})
 	counting := &countingRunner{inner: insecureRunner(t)}
-	startWorker(t, b, "w1", workerOpts{runner: counting})
+	// An AckWait far past the test's length: a second delivery can then
+	// only come from the worker giving a refused task back, never from a
+	// loaded host taking longer than the AckWait to refuse it.
+	startWorker(t, b, "w1", workerOpts{runner: counting, ackWait: time.Minute})
 	valid := func(id string, mut func(m map[string]any)) []byte {
 		m := map[string]any{"v": 1, "id": id, "batch": "inv", "kind": "exec", "argv": []string{"true"}}
 		mut(m)
