@@ -87,7 +87,7 @@ func (w *Worker) prepareSpace(ctx context.Context, ns messages.Namespace, quota 
 		}
 		consumers = append(consumers, c)
 	}
-	if err := w.watchCancels(ctx, w.cancels, ns.Cancel()); err != nil {
+	if err := w.watchCancels(ctx, w.cancels, ns); err != nil {
 		return nil, nil, err
 	}
 	if err := w.watchMaxDeliveries(ns); err != nil {
