@@ -52,7 +52,9 @@ func sandboxedTaskCount(t *testing.T) int {
 // init's own memory is never bound by the task's limit).
 func TestTrivialTasksAtSmallMemoryLimitsNeverFail(t *testing.T) {
 	b := brokertest.Start(t, brokertest.Options{})
-	startWorker(t, b, "w1", workerOpts{capacity: 2, runner: sandboxedRunner(t, 2), maxDeliver: 5,
+	// A second delivery is then a setup failure's retry, never an AckWait
+	// run out on a loaded host before the first heartbeat.
+	startWorker(t, b, "w1", workerOpts{capacity: 2, runner: sandboxedRunner(t, 2), maxDeliver: 5, ackWait: time.Minute,
 		isolation: []messages.Isolation{messages.IsolationAuto}})
 	n := sandboxedTaskCount(t)
 	tasks := make([]messages.Task, 0, n)

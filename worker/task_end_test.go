@@ -57,19 +57,26 @@ func TestTricksHoldNeitherSlotsNorTheDrain(t *testing.T) {
 		tk.Limits.WallTimeoutMS = wall.Milliseconds()
 		return tk
 	}
-	awaitStarts := func(n int) time.Time {
-		for range n {
+	// awaitStarts waits until the tasks ids have started (the echo task's
+	// start, signalled too, is not one of the tricks').
+	awaitStarts := func(ids ...string) time.Time {
+		want := map[string]bool{}
+		for _, id := range ids {
+			want[id] = true
+		}
+		for len(want) > 0 {
 			select {
-			case <-started:
+			case id := <-started:
+				delete(want, id)
 			case <-time.After(time.Minute):
-				t.Fatal("the tricks did not start")
+				t.Fatalf("the tricks %v did not start", want)
 			}
 		}
 		return time.Now()
 	}
 
 	publish(t, b.JS, task("a"), task("b"))
-	ran := awaitStarts(2)
+	ran := awaitStarts("a", "b")
 	publish(t, b.JS, execTask("tricks", "echo", "/bin/echo", "ok"))
 	got := collect(t, b.JS, "tricks", 3, time.Minute)
 	for _, id := range []string{"a", "b"} {
@@ -82,7 +89,7 @@ func TestTricksHoldNeitherSlotsNorTheDrain(t *testing.T) {
 	require.Empty(t, sandboxtest.MarkerProcs(marker))
 
 	publish(t, b.JS, task("c"), task("d"))
-	ran = awaitStarts(2)
+	ran = awaitStarts("c", "d")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	require.NoError(t, w.Stop(ctx), "the worker drains")
