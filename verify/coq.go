@@ -80,11 +80,18 @@ func (k *coqCheck) coqArgv(bin string, args ...string) []string {
 // policyRecords is the plugin's record file in the compile's directory.
 func (k *coqCheck) policyRecords() string { return "warren_policy_" + k.n + ".jsonl" }
 
+// nativeOff turns native compilation off in every coqc (native_compute
+// would compile and link OCaml code inside the step) and silences the
+// flag's deprecation warning (Coq 8.16 on), which would otherwise head
+// every compile error a user reads. -w must come first to reach it.
+var nativeOff = []string{"-w", "-deprecated-native-compiler-option", "-native-compiler", "no"}
+
 // compileSpec is step 1: coqc with the plugin ahead of the proof, the
 // stdlib read from the compiled-only view, the real one hidden, and /tmp
 // and /dev/shm inside the directory, so the write check sees them.
 func (k *coqCheck) compileSpec(dir string) sandbox.Spec {
-	args := []string{"-q", "-noglob", "-native-compiler", "no", "-coqlib", k.host.lib}
+	args := append([]string{"-q", "-noglob"}, nativeOff...)
+	args = append(args, "-coqlib", k.host.lib)
 	var env map[string]string
 	if !k.blind {
 		args = append(args, k.host.plugin.Args()...)
@@ -304,7 +311,7 @@ func (k *coqCheck) decide(used *assumptions, sum *coqchkSummary) *messages.Verdi
 			matched = true
 			axioms = append(axioms, full)
 			if !k.p.allowed(full) {
-				bad = append(bad, full)
+				bad = append(bad, k.describeAxiom(full))
 				incomplete = incomplete || full == self
 			}
 		}

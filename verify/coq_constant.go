@@ -64,13 +64,10 @@ func (k *coqCheck) declared(sum *coqchkSummary) []string {
 		if !strings.HasPrefix(a, prefix) || a == k.ref() {
 			continue
 		}
-		path := strings.Split(strings.TrimPrefix(a, prefix), ".")
-		if rec := k.declaredBy(path); rec != nil {
+		if rec := k.declaredBy(strings.Split(strings.TrimPrefix(a, prefix), ".")); rec != nil {
 			seen[recordKey(rec)] = true
-			out = append(out, fmt.Sprintf("%s (%s)", a, rec.Describe(k.lineOf)))
-			continue
 		}
-		out = append(out, a)
+		out = append(out, k.describeAxiom(a))
 	}
 	for i := range k.reading.Declared {
 		if rec := &k.reading.Declared[i]; !seen[recordKey(rec)] {
@@ -80,9 +77,23 @@ func (k *coqCheck) declared(sum *coqchkSummary) []string {
 	return out
 }
 
+// describeAxiom names a fully qualified axiom and, when the proof declares
+// it, the line and command it comes from.
+func (k *coqCheck) describeAxiom(full string) string {
+	rest, ok := strings.CutPrefix(full, k.lib()+".Proof.")
+	if !ok {
+		return full
+	}
+	if rec := k.declaredBy(strings.Split(rest, ".")); rec != nil {
+		return fmt.Sprintf("%s (%s)", full, rec.Describe(k.lineOf))
+	}
+	return full
+}
+
 // declaredBy finds the record an axiom's path (below the proof's library)
-// comes from: an assumption of its name, else a Declare Module of one of
-// its modules.
+// comes from: an assumption of its name, else a Declare Module (in a
+// functor or not) of one of its modules, else the Admitted, Admit
+// Obligations or Include it comes from. It only names a line: the verdict is the summary's.
 func (k *coqCheck) declaredBy(path []string) *coqpolicy.Record {
 	name := path[len(path)-1]
 	for i := range k.reading.Declared {
@@ -90,15 +101,32 @@ func (k *coqCheck) declaredBy(path []string) *coqpolicy.Record {
 			return &k.reading.Declared[i]
 		}
 	}
-	for i := range k.reading.Modules {
-		for _, m := range path[:len(path)-1] {
-			if slices.Contains(k.reading.Modules[i].Names, m) {
-				return &k.reading.Modules[i]
+	for _, recs := range [][]coqpolicy.Record{k.reading.Modules, k.reading.Declared} {
+		for i := range recs {
+			for _, m := range path[:len(path)-1] {
+				if slices.Contains(recs[i].Names, m) {
+					return &recs[i]
+				}
+			}
+		}
+	}
+	for i := range k.reading.Origins {
+		if slices.Contains(k.reading.Origins[i].Names, name) {
+			return &k.reading.Origins[i]
+		}
+	}
+	if obligation.MatchString(name) {
+		for i := range k.reading.Origins {
+			if k.reading.Origins[i].Command == "Admit Obligations" {
+				return &k.reading.Origins[i]
 			}
 		}
 	}
 	return nil
 }
+
+// obligation matches the name Program gives an obligation.
+var obligation = messages.NewLazyRegexp(`_obligation_[0-9]+$`)
 
 func recordKey(r *coqpolicy.Record) string {
 	return fmt.Sprintf("%d %s %v", r.Line, r.Command, r.Names)

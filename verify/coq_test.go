@@ -5,11 +5,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"golang.org/x/sys/unix"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strings"
 	"sync"
 	"testing"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/stretchr/testify/require"
 
@@ -168,6 +171,8 @@ func TestCoqCorpus(t *testing.T) {
 					require.Equal(t, tc.Expect.Accepted, v.Accepted, "verdict %+v", v)
 					require.Equal(t, tc.Expect.Reason, v.Reason, "messages:\n%s", v.Messages)
 					require.Contains(t, v.Messages, tc.MessageContains)
+					requireLinesNamed(t, v)
+					require.NotContains(t, v.Messages, "deprecated-native-compiler-option", "a message starts with what the proof did")
 					require.NotEmpty(t, out.InForce, "no sandboxed step ran")
 					if tc.HostFile != "" {
 						require.NoFileExists(t, tc.HostFile, "the proof wrote a host file")
@@ -236,4 +241,28 @@ func modeRunner(t *testing.T, iso sandbox.Isolation) (RunFunc, error) {
 		return nil, fmt.Errorf("isolation %s unavailable here: %w", iso, err)
 	}
 	return r.Run, nil
+}
+
+// proofAxiom is a fully qualified axiom the proof itself declares.
+var proofAxiom = regexp.MustCompile(`_[0-9a-f]{24}\.Proof\.[^\s,()]+`)
+
+// requireLinesNamed holds a rejection for a command or an axiom to name
+// where in the proof it is: a refused command its line, a file the
+// compile wrote its path, every axiom the proof declares its line (an
+// axiom of a library it requires is named by its full name).
+func requireLinesNamed(t *testing.T, v *messages.Verdict) {
+	t.Helper()
+	switch v.Reason {
+	case messages.ReasonDisallowedCommand:
+		require.Regexp(t, `line [0-9]+: |wrote files besides its own outputs: `, v.Messages, "a refused command names its line")
+	case messages.ReasonDisallowedAxiom:
+		for _, item := range strings.FieldsFunc(v.Messages, func(r rune) bool { return r == '\n' || r == ',' }) {
+			if proofAxiom.MatchString(item) {
+				require.Regexp(t, `line [0-9]+: `, item, "an axiom the proof declares names its line, in:\n%s", v.Messages)
+			}
+		}
+		if strings.HasPrefix(v.Messages, "the proof declares axioms") {
+			require.Regexp(t, `line [0-9]+: `, v.Messages, "a rejected declaration names its line")
+		}
+	}
 }

@@ -35,7 +35,7 @@ import (
 // files, with its end as a sandbox.Result), or a verdict when a step ended
 // abnormally (timeout, out of memory, crash).
 func (k *coqCheck) trustedSteps(ctx context.Context, checkDir string) (step3, step2 *stepOutput, v *messages.Verdict, err error) {
-	check := k.coqArgv(k.p.Coq.Coqc, "-q", "-noglob", "-native-compiler", "no", "-Q", ".", k.lib(), "Check.v")
+	check := k.coqArgv(k.p.Coq.Coqc, append(append([]string{"-q", "-noglob"}, nativeOff...), "-Q", ".", k.lib(), "Check.v")...)
 	coqchk := k.coqArgv(k.p.Coq.Coqchk, "-silent", "-o", "-Q", ".", k.lib(), "-norec", k.lib()+".Proof", "-norec", k.lib()+".Check")
 	stdout, stderr, status := k.file("check_stdout"), k.file("check_stderr"), k.file("check_status")
 	script := fmt.Sprintf("%s >%s 2>%s </dev/null; rc=$?; echo $rc >%s; [ $rc -eq 0 ] || exit 0; exec %s",

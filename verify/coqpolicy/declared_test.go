@@ -90,3 +90,34 @@ func TestHeaderDeclarations(t *testing.T) {
 	require.Equal(t, []string{"4: an inductive type or record", "5: an inductive type or record", "6: an opaque constant (Qed)",
 		"8: a module", "9: an assumption"}, got)
 }
+
+// TestOrigins: where axioms that coqchk lists come from (Admitted, Admit
+// Obligations, an Include of a module type) is recorded with its line and
+// the names it gives, so a rejection names the line; inside a module type
+// or under Fail nothing is.
+func TestOrigins(t *testing.T) {
+	p := testPlugin(t)
+	tests := []struct {
+		name    string
+		src     string
+		origins []string // "line: Command names"
+	}{
+		{"Admitted", lines(`Lemma junk : False.`, `Proof.`, `Admitted.`), []string{"3: Admitted junk"}},
+		{"an admitted obligation", lines(`Require Import Program.`, `Program Definition bad : {n : nat | n = 1} := 0.`,
+			`Next Obligation.`, `Admitted.`), []string{"4: Admitted bad_obligation_1"}},
+		{"Admit Obligations", lines(`Require Import Program.`, `Program Definition bad : {n : nat | n = 1} := 0.`,
+			`Admit Obligations.`), []string{"3: Admit Obligations"}},
+		{"Include of a module type", lines(`Module Type T. Parameter p : False. Definition d := 1. End T.`, `Module M.`,
+			`Include T.`, `End M.`), []string{"3: Include p,d"}},
+		{"Fail and module types leave none", lines(`Fail Admitted.`, `Module Type T. Parameter p : nat. End T.`,
+			`Module Type U. Include T. End U.`), nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			c := compile(t, p, tc.src, Policy{RejectHostIO: true}, nil)
+			require.Zero(t, c.exit, c.output)
+			require.Equal(t, tc.origins, summarize(c.reading.Origins))
+		})
+	}
+}

@@ -93,9 +93,11 @@ func compile(t testing.TB, p *Plugin, src string, policy Policy, files map[strin
 	return c
 }
 
+// exists reports whether the compile left a file matching the pattern
+// name (filepath.Match: a tool may add a unique suffix).
 func (c compiled) exists(name string) bool {
-	_, err := os.Lstat(filepath.Join(c.dir, name))
-	return err == nil
+	m, err := filepath.Glob(filepath.Join(c.dir, name))
+	return err == nil && len(m) > 0
 }
 
 func lines(s ...string) string { return strings.Join(s, "\n") + "\n" }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -28,6 +29,39 @@ var forbidden = []struct{ src, command string }{
 	{`Extraction "leak5.ml" nat.`, `Extraction "file"`},
 	{`Separate Extraction nat.`, "Separate Extraction"},
 	{`Set NativeCompute Profiling.`, "Set NativeCompute Profiling"},
+	{`Set Dump Arith "leak6".`, "Set Dump Arith"},
+	{`Locate File "/etc/passwd".`, "Locate File"},
+	{`From Top Extra Dependency "x.v".`, "Extra Dependency"},
+	{`Remove LoadPath ".".`, "Remove LoadPath"},
+	{`Extraction Library Datatypes.`, "Extraction Library"},
+	{`Extraction TestCompile nat.`, "Extraction TestCompile"},
+}
+
+// declarations are assumptions a mutant inserts; outside a module type
+// each is recorded as declared at its line, or the mutant does not
+// compile (an assumption inside a proof).
+var declarations = []struct{ src, command, name string }{
+	{`Axiom leak_a : False.`, "Axiom", "leak_a"},
+	{`Parameter leak_p : nat.`, "Parameter", "leak_p"},
+	{`Conjecture leak_c : 0 = 1.`, "Conjecture", "leak_c"},
+	{`#[local] Axiom leak_l : False.`, "Axiom", "leak_l"},
+}
+
+// inModuleType reports whether a sentence inserted after sentences is
+// inside a module type (where an assumption is an interface).
+func inModuleType(sentences []string) bool {
+	var open []bool // per open module, module type or section: a module type?
+	for _, s := range sentences {
+		switch {
+		case strings.HasPrefix(s, "Module Type "):
+			open = append(open, true)
+		case strings.HasPrefix(s, "Module "), strings.HasPrefix(s, "Section "):
+			open = append(open, false)
+		case strings.HasPrefix(s, "End "):
+			open = open[:len(open)-1]
+		}
+	}
+	return slices.Contains(open, true)
 }
 
 // baseProofs are accepted proofs, sentence by sentence, with sections,
@@ -58,7 +92,9 @@ func mutantCount(def int) int {
 // command at its line; after any other word of the proof the mutant does
 // not compile cleanly (refused or a syntax error). No mutant leaves a file
 // behind. The base proofs compile cleanly: the control. WARREN_COQ_MUTANTS
-// sets how many mutants of each kind (default 24).
+// sets how many mutants of each kind (default 24). An assumption inserted
+// at a sentence boundary outside a module type is recorded as declared at
+// its line, or the mutant does not compile.
 func TestInsertedCommandsAreRefused(t *testing.T) {
 	p := testPlugin(t)
 	files := map[string]string{"x.v": "Definition loaded := 1.\n", "sub/.keep": ""}
@@ -85,6 +121,24 @@ func TestInsertedCommandsAreRefused(t *testing.T) {
 			require.Equal(t, cmd.command, c.reading.Refused.Command)
 			require.Equal(t, at+1, c.reading.Refused.Line)
 			requireNoLeak(t, c)
+		})
+	}
+	for i := range n {
+		base := baseProofs[rng.IntN(len(baseProofs))]
+		d := declarations[rng.IntN(len(declarations))]
+		at := 1 + rng.IntN(len(base))
+		for inModuleType(base[:at]) {
+			at = 1 + rng.IntN(len(base))
+		}
+		sentences := append(append(append([]string{}, base[:at]...), d.src), base[at:]...)
+		src := strings.Join(sentences, "\n") + "\n"
+		t.Run(fmt.Sprintf("declaration %d", i), func(t *testing.T) {
+			t.Parallel()
+			c := compile(t, p, src, Policy{RejectHostIO: true}, files)
+			if c.exit != 0 {
+				return // not a proof that could be accepted
+			}
+			require.Contains(t, summarize(c.reading.Declared), fmt.Sprintf("%d: %s %s", at+1, d.command, d.name), src)
 		})
 	}
 	for i := range n {

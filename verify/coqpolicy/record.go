@@ -29,6 +29,10 @@ const (
 	// constant, an assumption), so the statement, elaborated with its own
 	// copy of the header, can never name the proof's: the task is invalid.
 	KindHeader Kind = "header"
+	// KindOrigin: where axioms coqchk's summary lists come from (Admitted,
+	// Admit Obligations, an Include of a module type), so a rejection
+	// names their line. It decides nothing: the summary does.
+	KindOrigin Kind = "origin"
 )
 
 // Record is one line of the plugin's record file.
@@ -57,6 +61,9 @@ type Reading struct {
 	Modules []Record
 	// Header are the header's generative or opaque declarations.
 	Header []Record
+	// Origins name the lines of axioms the summary lists that no
+	// declaration record names.
+	Origins []Record
 }
 
 // maxRecordLine bounds one record (a declaration's names included).
@@ -106,6 +113,8 @@ func (r *Reading) add(rec Record) error {
 		r.Modules = append(r.Modules, rec)
 	case KindHeader:
 		r.Header = append(r.Header, rec)
+	case KindOrigin:
+		r.Origins = append(r.Origins, rec)
 	default:
 		return fmt.Errorf("unknown kind %q", rec.Kind)
 	}

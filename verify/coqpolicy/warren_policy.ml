@@ -21,6 +21,9 @@
         proof declares outside a section and a module type, not under Fail
         or Succeed (which leave nothing)
      {"kind":"module","line":L,"names":[..]}               Declare Module
+     {"kind":"origin","line":L,"command":C,"names":[..]}   where axioms that
+        coqchk's summary lists come from, to name their line (Admitted, Admit
+        Obligations, Include of a module type): no verdict of its own
      {"kind":"header","line":L,"command":C}   the header declares what is
         made anew each time it is compiled (an inductive type, a module,
         an opaque constant, an assumption): the statement, elaborated with
@@ -120,6 +123,8 @@ let host_io expr =
       [ ("Locate File", "tells whether a host file exists (under Fail or Succeed, the verdict would depend on it)") ]
   | VernacSetOption (_, ("NativeCompute" :: _ as name), _) ->
       [ ("Set " ^ String.concat " " name, "makes native_compute write profiling files") ]
+  | VernacSetOption (_, [ "Dump"; "Arith" ], v) when v <> OptionUnset ->
+      [ ("Set Dump Arith", "makes lia, nia and psatz write their problems to files") ]
   | VernacExtend (("Extraction", 2), _) -> [ ("Extraction \"file\"", "writes the extracted code to a file") ]
   | VernacExtend (("Extraction", 3), _) -> [ ("Extraction TestCompile", "runs the OCaml compiler") ]
   | VernacExtend (("SeparateExtraction", _), _) -> [ ("Separate Extraction", "writes one file per module") ]
@@ -179,6 +184,34 @@ let names_of_module_type (m : Constrexpr.module_ast) =
   | Constrexpr.CMwith _ -> Some "a module type"
   | Constrexpr.CMapply _ -> None
 
+(* The fields of a module type, by label: what an Include of it adds. *)
+let modtype_fields (m : Constrexpr.module_ast) =
+  match m.CAst.v with
+  | Constrexpr.CMident qid -> (
+      try
+        let mp = Nametab.locate_modtype qid in
+        match (Environ.lookup_modtype mp (Global.env ())).Declarations.mod_type with
+        | Declarations.NoFunctor fields -> List.map (fun (l, _) -> Names.Label.to_string l) fields
+        | Declarations.MoreFunctor _ -> []
+      with Not_found -> [])
+  | _ -> []
+
+let current_proof_names () =
+  try [ Names.Id.to_string (Vernacstate.Declare.get_current_proof_name ()) ] with _ -> []
+
+(* Where an axiom that coqchk lists comes from, outside what declarations
+   records: only to name its line in a rejection. *)
+let origins line control expr =
+  if (not (discards control)) && not (Lib.is_modtype ()) then
+    match expr with
+    | VernacEndProof Admitted -> record_names "origin" line "Admitted" (current_proof_names ())
+    | VernacExtend (("Admit_Obligations", _), _) -> record_names "origin" line "Admit Obligations" []
+    | VernacInclude mods -> (
+        match List.concat_map (fun (m, _) -> modtype_fields m) mods with
+        | [] -> ()
+        | fields -> record_names "origin" line "Include" fields)
+    | _ -> ()
+
 let declarations line control expr =
   match expr with
   | VernacAssumption (((d, _) as kind), _, items) when counts ~discharged:(d = DoDischarge) control ->
@@ -227,7 +260,8 @@ let check (ast : vernac_control) _ =
      | (command, why) :: _ -> refuse ?loc command why
      | [] -> ());
   header_check (line_of loc) control expr;
-  declarations (line_of loc) control expr
+  declarations (line_of loc) control expr;
+  origins (line_of loc) control expr
 
 let () =
   Hook.set Stm.document_add_hook check;
