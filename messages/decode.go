@@ -15,7 +15,7 @@ func DecodeTask(data []byte) (*Task, error) {
 		return nil, fieldErr(CodeTooLarge, "", "task is %d bytes, at most %d; put large inputs in files the task fetches, or split it", len(data), MaxTaskBytes)
 	}
 	if !utf8.Valid(data) {
-		return nil, fieldErr(CodeInvalidUTF8, "", `task is not valid UTF-8; give binary stdin or file content as {"base64": "..."}`)
+		return nil, fieldErr(CodeInvalidUTF8, InvalidUTF8Field(data), `task is not valid UTF-8; give binary stdin or file content as {"base64": "..."}`)
 	}
 	var t Task
 	if err := decodeStrict(data, &t); err != nil {

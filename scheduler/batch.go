@@ -230,7 +230,8 @@ func decodeTaskLine(data []byte) (messages.Task, error) {
 			Msg: fmt.Sprintf("line is %d bytes, at most %d; split the task or its inputs", len(data), MaxLineBytes)}
 	}
 	if !utf8.Valid(data) {
-		return t, &messages.Error{Code: messages.CodeInvalidUTF8, Msg: `not valid UTF-8; give binary stdin or file content as {"base64": "..."}`}
+		return t, &messages.Error{Code: messages.CodeInvalidUTF8, Field: messages.InvalidUTF8Field(data),
+			Msg: `not valid UTF-8; give binary stdin or file content as {"base64": "..."}`}
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()

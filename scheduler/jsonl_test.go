@@ -93,6 +93,9 @@ func TestReadBatchRefusesWithLineNumbers(t *testing.T) {
 			require.Equal(t, 3, be.Errors[0].Line)
 			require.ErrorIs(t, err, tt.want)
 			require.Contains(t, err.Error(), "line 3:")
+			if tt.want == messages.ErrInvalidUTF8 {
+				require.Contains(t, err.Error(), "argv[0]", "the field that is not UTF-8 is named")
+			}
 		})
 	}
 }

@@ -243,7 +243,49 @@ func (c *Client) conflictDetail(ctx context.Context, batch string, a messages.At
 	if len(a.IDs) == 0 {
 		return fmt.Sprintf("%d tasks stored, %d given, with another digest", a.Total, len(tasks))
 	}
+	if id := c.differingTask(ctx, batch, tasks); id != "" {
+		return fmt.Sprintf("task %q has another body than the one stored under its id (the stream keeps the first body of an id and drops a re-publish as a duplicate)", id)
+	}
 	return "the same task ids, but a task's body differs (the stream keeps the first body of an id and drops a re-publish as a duplicate)"
+}
+
+// conflictScanMax is the largest batch whose stored tasks conflictDetail
+// reads to name the one whose body differs.
+const conflictScanMax = 10_000
+
+// differingTask names the first of tasks whose body differs from the one
+// stored under its id in attempt 1 of batch, or "" when it cannot tell
+// (a larger batch, a task with secrets, which are stored sealed, or the
+// stored tasks unreadable).
+func (c *Client) differingTask(ctx context.Context, batch string, tasks []messages.Task) string {
+	if len(tasks) > conflictScanMax {
+		return ""
+	}
+	stored, err := c.scanTasks(ctx, taskScan{Batch: batch, Attempt: 1})
+	if err != nil {
+		c.log.Debug().Err(err).Str("batch", batch).Msg("could not read the stored tasks")
+		return ""
+	}
+	byID := make(map[string][]byte, len(stored))
+	for _, st := range stored {
+		if _, ok := byID[st.ID]; !ok {
+			byID[st.ID] = st.Data
+		}
+	}
+	for i := range tasks {
+		data, ok := byID[tasks[i].ID]
+		if !ok || len(tasks[i].Secrets) > 0 {
+			continue
+		}
+		st, err := messages.DecodeTask(data)
+		if err != nil || len(st.Secrets) > 0 || st.SealedSecrets != nil {
+			continue
+		}
+		if digestTasks([]messages.Task{*st}) != digestTasks(tasks[i:i+1]) {
+			return tasks[i].ID
+		}
+	}
+	return ""
 }
 
 // taskIDs lists the ids of tasks, in order, for the manifest.

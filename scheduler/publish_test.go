@@ -118,7 +118,7 @@ func TestPublishRefusesConflictingBatch(t *testing.T) {
 	require.NoError(t, err)
 	_, err = x.c.Publish(x.ctx, other)
 	require.ErrorIs(t, err, scheduler.ErrBatchConflict)
-	require.ErrorContains(t, err, "a task's body differs")
+	require.ErrorContains(t, err, `task "2" has another body than the one stored under its id`)
 	// The control: the same batch again is no conflict.
 	_, err = x.c.Publish(x.ctx, mustBatch(t, 2, "same"))
 	require.NoError(t, err)

@@ -132,6 +132,19 @@ func TestClientBinaryExecsTheHost(t *testing.T) {
 		out, code = run(fresh, warren, "exec", "--file", "t="+tool, "--", "sh", "-c", "cat t >&2; exit 3")
 		require.Equal(t, 3, code) // run returns stdout (empty) and stderr (with the in-process worker's log) then
 		require.True(t, strings.Contains(out, string(bin)), "its stderr holds the bytes the command wrote")
+
+		// An argument or env value that is not UTF-8 cannot travel as JSON
+		// text: refused naming it, nothing run (the control runs the
+		// same command with valid bytes).
+		out, code = run(fresh, warren, "exec", "--", "sh", "-c", `printf %s "$1"`, "x", "a\xffb")
+		require.NotEqual(t, 0, code, out)
+		require.Contains(t, out, "argv[4] is not valid UTF-8")
+		out, code = run(fresh, warren, "exec", "-e", "K=a\xffb", "--", "sh", "-c", `printf %s "$K"`)
+		require.NotEqual(t, 0, code, out)
+		require.Contains(t, out, "argument 3 is not valid UTF-8")
+		out, code = run(fresh, warren, "exec", "--", "sh", "-c", `printf %s "$1"`, "x", "a\u00ffb")
+		require.Equal(t, 0, code, out)
+		require.Equal(t, "a\u00ffb", out)
 	})
 
 	// Inputs larger than a task message go through the inputs object

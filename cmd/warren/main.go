@@ -18,6 +18,7 @@ import (
 	"os/signal"
 	"runtime"
 	"syscall"
+	"unicode/utf8"
 
 	"github.com/alecthomas/kong"
 	"github.com/mattn/go-isatty"
@@ -69,6 +70,9 @@ type stdio struct {
 }
 
 func run(ctx, hard context.Context, args []string, io stdio) error {
+	if err := checkArgsUTF8(args); err != nil {
+		return err
+	}
 	tree, c := grammar(args)
 	parser, err := kong.New(tree,
 		kong.Name("warren"),
@@ -123,6 +127,31 @@ func (*keysShowCmd) offline()   {}
 
 // kongExit carries kong's requested exit (after --help) out of Parse.
 type kongExit int
+
+// checkArgsUTF8 refuses an argument that is not valid UTF-8 before it is
+// parsed: a task's argv and env are JSON text, and the parser and the
+// encoder would turn its bytes into U+FFFD, so the command would run with
+// other bytes than the ones given. It names the argument as the task
+// would (argv[i] after --), never quoting it (it may be a secret).
+func checkArgsUTF8(args []string) error {
+	cmd := -1 // index of the command's first word, after --
+	for i, a := range args {
+		if cmd < 0 && a == "--" {
+			cmd = i + 1
+			continue
+		}
+		if utf8.ValidString(a) {
+			continue
+		}
+		what := fmt.Sprintf("argument %d", i+1)
+		if cmd >= 0 {
+			what = fmt.Sprintf("argv[%d]", i-cmd)
+		}
+		return fmt.Errorf("%s is not valid UTF-8: a task's argv and env are JSON text, which cannot carry these bytes unchanged; "+
+			"give binary content as a file (--file) or as --stdin, which take any bytes", what)
+	}
+	return nil
+}
 
 func parseArgs(p *kong.Kong, args []string) (kctx *kong.Context, err error) {
 	defer func() {
