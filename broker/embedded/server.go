@@ -61,6 +61,13 @@ type Config struct {
 	// own, stopped by Stop): e.g. to create a new tenant's streams once
 	// its account exists. Defaults to none.
 	AfterReload func()
+	// AlsoWatch are files besides ConfigFile whose change calls
+	// AfterReload without reloading the server (a reload briefly leaves
+	// JetStream requests without a responder): the auth directory's
+	// auth.json, whose quotas change without the server's configuration.
+	// Checked every ReloadInterval, only with a ConfigFile. Defaults to
+	// none.
+	AlsoWatch []string
 	// DiskCheckInterval is how often the store guard looks at the data
 	// dir's free space and at JetStream's store. Defaults to 1s.
 	DiskCheckInterval time.Duration

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -46,9 +47,11 @@ func (s *Server) options() (*server.Options, error) {
 
 // watchConfig reloads ConfigFile when it changes: a revoked user is
 // disconnected, a new tenant can connect. A file that does not parse is
-// logged and the running configuration kept.
+// logged and the running configuration kept. A change of a file of
+// AlsoWatch alone calls AfterReload without a reload.
 func (s *Server) watchConfig() {
 	last := modTime(s.cfg.ConfigFile)
+	also := watchedTimes(s.cfg.AlsoWatch)
 	t := time.NewTicker(s.cfg.ReloadInterval)
 	defer t.Stop()
 	for {
@@ -57,20 +60,33 @@ func (s *Server) watchConfig() {
 			return
 		case <-t.C:
 		}
-		m := modTime(s.cfg.ConfigFile)
-		if m.Equal(last) {
+		m, a := modTime(s.cfg.ConfigFile), watchedTimes(s.cfg.AlsoWatch)
+		changed, alsoChanged := !m.Equal(last), !slices.EqualFunc(a, also, time.Time.Equal)
+		last, also = m, a
+		switch {
+		case changed:
+			if err := s.Reload(); err != nil {
+				s.log.Error().Err(err).Str("config", s.cfg.ConfigFile).Msg("auth config changed but could not be loaded; keeping the running one")
+				continue
+			}
+			s.log.Info().Str("config", s.cfg.ConfigFile).Msg("auth config reloaded")
+		case alsoChanged:
+			s.log.Info().Strs("files", s.cfg.AlsoWatch).Msg("auth state changed")
+		default:
 			continue
 		}
-		last = m
-		if err := s.Reload(); err != nil {
-			s.log.Error().Err(err).Str("config", s.cfg.ConfigFile).Msg("auth config changed but could not be loaded; keeping the running one")
-			continue
-		}
-		s.log.Info().Str("config", s.cfg.ConfigFile).Msg("auth config reloaded")
 		if s.cfg.AfterReload != nil {
 			s.cfg.AfterReload()
 		}
 	}
+}
+
+func watchedTimes(paths []string) []time.Time {
+	out := make([]time.Time, len(paths))
+	for i, p := range paths {
+		out[i] = modTime(p)
+	}
+	return out
 }
 
 // Reload re-reads ConfigFile now.

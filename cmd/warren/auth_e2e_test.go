@@ -306,3 +306,37 @@ func streamsReady(ctx context.Context, url string, opts ...nats.Option) bool {
 	missing, err := broker.Missing(ctx, js)
 	return err == nil && len(missing) == 0
 }
+
+// TestE2EAuthQuotaAppliesLive: `warren auth quota` on the directory of a
+// running `warren broker --auth-dir` changes the tenant's limits on the
+// broker within seconds (it writes auth.json only; server.conf is
+// unchanged, so no reload does it).
+func TestE2EAuthQuotaAppliesLive(t *testing.T) {
+	a := startAuthE2E(t)
+	opts, _, err := broker.ClientAuth{CredsFile: filepath.Join(a.dir, broker.AdminCreds), TLSCA: a.ca}.Options()
+	require.NoError(t, err)
+	nc, err := nats.Connect(a.url, opts...)
+	require.NoError(t, err)
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	require.NoError(t, err)
+	maxMsgs := func() int64 {
+		s, err := js.Stream(context.Background(), messages.Namespace{Tenant: "bob"}.Tasks())
+		if err != nil {
+			return 0
+		}
+		return s.CachedInfo().Config.MaxMsgs
+	}
+	var before int64
+	require.Eventually(t, func() bool { before = maxMsgs(); return before != 0 }, 10*time.Second, 50*time.Millisecond, "bob's stream exists")
+	require.NotEqual(t, int64(40), before, "the control: not the new quota yet")
+	conf, err := os.ReadFile(filepath.Join(a.dir, broker.ServerConfFile))
+	require.NoError(t, err)
+
+	var out, errb bytes.Buffer
+	require.NoError(t, run(context.Background(), context.Background(), []string{"auth", "quota", "bob", "task_msgs=40", "--dir", a.dir}, stdio{Out: &out, Err: &errb}), errb.String())
+	after, err := os.ReadFile(filepath.Join(a.dir, broker.ServerConfFile))
+	require.NoError(t, err)
+	require.Equal(t, conf, after, "a quota leaves the server's configuration as it was")
+	require.Eventually(t, func() bool { return maxMsgs() == 40 }, 15*time.Second, 100*time.Millisecond, "bob's task stream has the new quota")
+}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"path/filepath"
 	"strconv"
 	"time"
 
@@ -79,9 +80,11 @@ func (f *brokerFlags) startServer(g *globals) (*embedded.Server, error) {
 	var srv *embedded.Server
 	cfg.AfterRestart = func() { rerecord(g, srv) }
 	if auth != nil {
-		// A tenant added or changed reaches the server as a reload; its
-		// streams and quota follow at once.
+		// A tenant added or changed reaches the server as a reload, a
+		// quota changed as a new auth.json; its streams and quota follow
+		// at once.
 		cfg.AfterReload = func() { f.setupTenants(g, srv) }
+		cfg.AlsoWatch = []string{filepath.Join(f.AuthDir, broker.AuthStateFile)}
 	}
 	srv, err = embedded.New(cfg)
 	if err != nil {
