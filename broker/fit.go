@@ -41,6 +41,27 @@ type Fit struct {
 	Store, Reserved int64
 }
 
+// MinStorage is the smallest JetStream storage the fleet's streams and
+// buckets fit in: each at its floor (16 MiB, or its default when smaller).
+func MinStorage() int64 {
+	var n int64
+	for _, b := range DefaultMaxBytes {
+		n += min(b, fitFloor)
+	}
+	return n
+}
+
+// TooSmall says why the fleet's streams and buckets cannot be created in
+// the store at all (even at their floors), or "" when they can.
+func (f Fit) TooSmall() string {
+	if f.Store <= 0 || f.Reserved <= f.Store {
+		return ""
+	}
+	return fmt.Sprintf("the broker's JetStream storage is %s, and Warren's streams and buckets need at least %s (each at its smallest); "+
+		"nats-server takes 75%% of the store's free disk, so give the data dir at least %s of free disk (or another --data-dir on a larger filesystem)",
+		approxSize(f.Store), approxSize(MinStorage()), approxSize(MinStorage()*4/3+1<<20))
+}
+
 // FitStorage sizes the fleet's streams and buckets to store: the defaults
 // when they take at most half of it, else every default scaled by the
 // same factor (at least 16 MiB each, or its default when smaller). A

@@ -35,3 +35,14 @@ func TestFitStorage(t *testing.T) {
 		require.GreaterOrEqual(t, n, min(broker.DefaultMaxBytes[name], int64(16<<20)), name)
 	}
 }
+
+// TestFitTooSmall: a store below the floors' sum is refused with the disk
+// it needs; at the sum (and unknown) it is not.
+func TestFitTooSmall(t *testing.T) {
+	t.Parallel()
+	why := broker.FitStorage(48 << 20).TooSmall()
+	require.Contains(t, why, "the broker's JetStream storage is 48.0 MiB")
+	require.Contains(t, why, "need at least 168.0 MiB")
+	require.Empty(t, broker.FitStorage(broker.MinStorage()).TooSmall())
+	require.Empty(t, broker.FitStorage(0).TooSmall())
+}

@@ -107,7 +107,12 @@ func (f *brokerFlags) startServer(g *globals) (*embedded.Server, error) {
 		return nil, err
 	}
 	defer nc.Close()
-	if err := setupStreams(g.Ctx, nc, fitTo(g, srv, zerolog.WarnLevel)); err != nil {
+	fit, err := fitTo(g, srv, zerolog.WarnLevel)
+	if err != nil {
+		srv.Stop()
+		return nil, err
+	}
+	if err := setupStreams(g.Ctx, nc, fit); err != nil {
 		// Incompatible streams: serve anyway, so `warren setup --nats`
 		// can fix them; workers and clients refuse until then.
 		var inc *broker.IncompatibleError

@@ -41,7 +41,12 @@ func (g *globals) embeddedConn(ctx context.Context, name string) (*brokerConn, e
 		return nil, err
 	}
 	s.closers = append(s.closers, nc.Close)
-	s.NC, s.Embedded, s.fit = nc, true, fitTo(g, srv, zerolog.DebugLevel)
+	fit, err := fitTo(g, srv, zerolog.DebugLevel)
+	if err != nil {
+		s.Close()
+		return nil, err
+	}
+	s.NC, s.Embedded, s.fit = nc, true, fit
 	s.localWorker = func(ctx context.Context) error { return g.startLocalWorker(ctx, s) }
 	g.Log.Debug().Str("data_dir", g.DataDir).Msg("no broker reachable: using an embedded one")
 	return s, nil
@@ -90,10 +95,13 @@ func (g *globals) hostIfNoBroker() error { return nil }
 // fitTo sizes the fleet's streams to an embedded broker's storage, saying
 // so at level when the defaults do not fit (`warren up` warns; a one-off
 // command's broker, started for each command, only logs it at debug).
-func fitTo(g *globals, srv *embedded.Server, level zerolog.Level) *broker.Fit {
+func fitTo(g *globals, srv *embedded.Server, level zerolog.Level) (*broker.Fit, error) {
 	f := broker.FitStorage(srv.StoreLimit())
+	if why := f.TooSmall(); why != "" {
+		return nil, fmt.Errorf("--data-dir %s: %s", g.DataDir, why)
+	}
 	if f.Scaled {
 		g.Log.WithLevel(level).Str("data_dir", g.DataDir).Msg(f.String())
 	}
-	return &f
+	return &f, nil
 }

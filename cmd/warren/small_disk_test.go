@@ -46,3 +46,21 @@ func TestEmbeddedBrokerFitsASmallDisk(t *testing.T) {
 	err = broker.Setup(ctx, js, broker.StreamConfig{})
 	require.ErrorContains(t, err, "insufficient storage resources")
 }
+
+// TestEmbeddedBrokerRefusesATooSmallDisk: on a data dir whose disk cannot
+// hold the streams and buckets even at their smallest, a command's
+// embedded broker says so, with the disk it needs, before it creates any
+// (rather than the server's "insufficient storage" halfway through).
+func TestEmbeddedBrokerRefusesATooSmallDisk(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("mounts a tmpfs: needs root (CI runs as root)")
+	}
+	disk := t.TempDir()
+	require.NoError(t, unix.Mount("tmpfs", disk, "tmpfs", 0, "size=64m"))
+	t.Cleanup(func() { _ = unix.Unmount(disk, unix.MNT_DETACH) })
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	r := runClientIn(t, ctx, "", filepath.Join(disk, "data"), "", "hosts")
+	require.Error(t, r.err)
+	require.Regexp(t, `streams and buckets need at least [0-9.]+ MiB .*give the data dir at least [0-9.]+ MiB of free disk`, r.err.Error())
+}
