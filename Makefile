@@ -5,10 +5,11 @@ BIN      := bin/warren
 VERSION  ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS  := -X main.version=$(VERSION)
 # Debian packages the tests and the demo need: coq checks proofs (its
-# development files build Warren's policy plugin against it), bubblewrap
+# development files build Warren's policy plugin against it; csdp is the
+# solver psatz calls), bubblewrap
 # is the benchmark baseline, python3 runs inside sandboxes in tests, util-linux
 # gives setpriv for the unprivileged test run.
-APT_PACKAGES := coq libcoq-core-ocaml-dev bubblewrap python3 util-linux passwd e2fsprogs
+APT_PACKAGES := coq libcoq-core-ocaml-dev coinor-csdp bubblewrap python3 util-linux passwd e2fsprogs
 STATICCHECK  := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 # The stock nats CLI the docs' walkthroughs are run with (cmd/warren tests).
 NATSCLI      := github.com/nats-io/natscli/nats@v0.5.0

@@ -39,7 +39,7 @@ var hostEtc = []hostPath{
 	{"/etc/os-release", false, true},
 	{"/etc/ssl", false, true},
 	{"/etc/ca-certificates", false, true},
-	{"/etc/alternatives", false, true},
+	{"/etc/alternatives", true, true}, // Debian's links to the chosen implementation (liblapack.so.3, java, editors)
 }
 
 // hostSystemDirs may be read and executed. The namespace view binds /usr

@@ -11,14 +11,15 @@ import (
 )
 
 // TestNamespaceViewEtcIsItsAllowListColumn: a namespace-mode sandbox sees
-// in /etc exactly the seven entries of the namespace column of hostEtc
+// in /etc exactly the eight entries of the namespace column of hostEtc
 // that the host has, nothing of the Landlock column beyond it (the
 // Landlock mode allows 19). The control: the host's /etc has more, among
 // them a Landlock-only entry.
 func TestNamespaceViewEtcIsItsAllowListColumn(t *testing.T) {
-	// The namespace mode's /etc, as it has been since the mode exists
-	// (before the table, the list systemEtc).
-	nsEtc := []string{"ld.so.cache", "ld.so.conf", "nsswitch.conf", "passwd", "group", "localtime", "hosts"}
+	// The namespace mode's /etc: what a dynamic program needs, and the
+	// alternatives links through which Debian names libraries such as
+	// liblapack.so.3 (csdp, which Coq's psatz runs, loads it).
+	nsEtc := []string{"ld.so.cache", "ld.so.conf", "nsswitch.conf", "passwd", "group", "localtime", "hosts", "alternatives"}
 	var want []string
 	for _, p := range nsEtc {
 		p = "/etc/" + p

@@ -132,14 +132,16 @@ func recordKey(r *coqpolicy.Record) string {
 	return fmt.Sprintf("%d %s %v", r.Line, r.Command, r.Names)
 }
 
-// compileOutputs are the regular files step 1 may leave in its directory:
-// its input, what coqc -noglob writes for it, the plugin's records, and
-// the caches of lia, nia, nra and psatz (fresh per check, never read back
-// from another proof). Its .tmp and .shm (the sandbox's /tmp and /dev/shm)
-// must be left empty.
+// compileOutputs are the regular files step 1 may leave in its directory,
+// by path relative to it: its input, what coqc -noglob writes for it, the
+// plugin's records, the caches of lia, nia, nra and psatz, and what
+// psatz's solver leaves (csdpcert's copy of its problem, trace, and
+// CSDP's parameters in TMPDIR); all fresh per check and never read back.
+// Nothing else may be in its .tmp and .shm (the sandbox's /tmp and
+// /dev/shm).
 func (k *coqCheck) compileOutputs() []string {
 	out := []string{"Proof.v", "Proof.vo", "Proof.vok", "Proof.vos", ".Proof.aux",
-		".lia.cache", ".nia.cache", ".nra.cache", ".csdp.cache"}
+		".lia.cache", ".nia.cache", ".nra.cache", ".csdp.cache", "trace", filepath.Join(".tmp", "param.csdp")}
 	if !k.blind {
 		out = append(out, k.policyRecords())
 	}
@@ -151,7 +153,7 @@ func (k *coqCheck) compileOutputs() []string {
 var compileDirs = []string{".tmp", ".shm"}
 
 // unexpectedFiles lists, by path relative to dir, everything under dir
-// that is not one of the regular files allowed at its top or one of the
+// that is not one of the regular files allowed (by relative path) or one of the
 // empty directories dirs: a file of another name or kind, anything inside
 // dirs, any other directory (and what it holds).
 func unexpectedFiles(dir string, allowed []string) ([]string, error) {
@@ -166,7 +168,7 @@ func unexpectedFiles(dir string, allowed []string) ([]string, error) {
 		}
 		top := !strings.Contains(rel, string(filepath.Separator))
 		switch {
-		case top && d.Type().IsRegular() && slices.Contains(allowed, rel):
+		case d.Type().IsRegular() && slices.Contains(allowed, rel):
 		case top && d.IsDir() && slices.Contains(compileDirs, rel):
 		default:
 			if d.IsDir() {
