@@ -11,8 +11,13 @@ import (
 // isolated modes).
 const minimalPath = "/usr/local/bin:/usr/bin:/bin"
 
+// sandboxUser is the name USER and LOGNAME give a sandbox's uid, which
+// has no passwd entry: programs that ask who runs them (getpass.getuser,
+// git's committer, ssh) read these first.
+const sandboxUser = "sandbox"
+
 func buildEnv(extra map[string]string, home, tmp string) []string {
-	env := []string{"PATH=" + minimalPath, "HOME=" + home, "TMPDIR=" + tmp, "LANG=C.UTF-8"}
+	env := []string{"PATH=" + minimalPath, "HOME=" + home, "TMPDIR=" + tmp, "LANG=C.UTF-8", "USER=" + sandboxUser, "LOGNAME=" + sandboxUser}
 	keys := make([]string, 0, len(extra))
 	for k := range extra {
 		keys = append(keys, k)
@@ -22,7 +27,7 @@ func buildEnv(extra map[string]string, home, tmp string) []string {
 		switch k {
 		case "HOME", "TMPDIR", "PWD":
 			continue
-		case "PATH", "LANG":
+		case "PATH", "LANG", "USER", "LOGNAME":
 			// Replace the default.
 			for i, e := range env {
 				if len(e) > len(k) && e[:len(k)+1] == k+"=" {

@@ -17,9 +17,11 @@ type hostPath struct {
 }
 
 // hostEtc is the /etc allow-list: what a dynamic program (both modes),
-// the resolver and TLS (Landlock mode, which may have a network) need.
-// The rest of /etc (shadow, ssh keys, worker config) stays out of reach
-// whatever the uid. The namespace column is in the order the view binds.
+// the resolver and TLS (Landlock mode, which may have a network), and a
+// Debian userland's everyday programs (service and protocol names, the
+// system's name and version) need. The rest of /etc (shadow, ssh keys,
+// sudoers, machine-id, worker config) stays out of reach whatever the
+// uid. The namespace column is in the order the view binds.
 var hostEtc = []hostPath{
 	{"/etc/ld.so.cache", true, true},
 	{"/etc/ld.so.conf", true, true},
@@ -29,16 +31,17 @@ var hostEtc = []hostPath{
 	{"/etc/localtime", true, true},
 	{"/etc/hosts", true, true},
 	{"/etc/ld.so.conf.d", false, true},
-	{"/etc/host.conf", false, true},
+	{"/etc/host.conf", true, true},
 	{"/etc/resolv.conf", false, true},
-	{"/etc/gai.conf", false, true},
+	{"/etc/gai.conf", true, true},
 	{"/etc/timezone", false, true},
-	{"/etc/protocols", false, true},
-	{"/etc/services", false, true},
-	{"/etc/mime.types", false, true},
-	{"/etc/os-release", false, true},
+	{"/etc/protocols", true, true},
+	{"/etc/services", true, true},
+	{"/etc/mime.types", true, true},
+	{"/etc/os-release", true, true},
 	{"/etc/ssl", false, true},
 	{"/etc/ca-certificates", false, true},
+	{"/etc/debian_version", true, true},
 	{"/etc/alternatives", true, true}, // Debian's links to the chosen implementation (liblapack.so.3, java, editors)
 }
 

@@ -11,15 +11,16 @@ import (
 )
 
 // TestNamespaceViewEtcIsItsAllowListColumn: a namespace-mode sandbox sees
-// in /etc exactly the eight entries of the namespace column of hostEtc
-// that the host has, nothing of the Landlock column beyond it (the
-// Landlock mode allows 19). The control: the host's /etc has more, among
-// them a Landlock-only entry.
+// in /etc exactly the entries of the namespace column of hostEtc that the
+// host has, nothing of the Landlock column beyond it (resolv.conf, TLS
+// certificates). The control: the host's /etc has more, among them a
+// Landlock-only entry.
 func TestNamespaceViewEtcIsItsAllowListColumn(t *testing.T) {
 	// The namespace mode's /etc: what a dynamic program needs, and the
 	// alternatives links through which Debian names libraries such as
 	// liblapack.so.3 (csdp, which Coq's psatz runs, loads it).
-	nsEtc := []string{"ld.so.cache", "ld.so.conf", "nsswitch.conf", "passwd", "group", "localtime", "hosts", "alternatives"}
+	nsEtc := []string{"ld.so.cache", "ld.so.conf", "nsswitch.conf", "passwd", "group", "localtime", "hosts",
+		"host.conf", "gai.conf", "protocols", "services", "mime.types", "os-release", "debian_version", "alternatives"}
 	var want []string
 	for _, p := range nsEtc {
 		p = "/etc/" + p
@@ -45,9 +46,8 @@ func TestNamespaceViewEtcIsItsAllowListColumn(t *testing.T) {
 }
 
 // TestLandlockEtcAllowListIsUnchanged: the Landlock column of hostEtc is
-// the 19 entries the Landlock mode's policy has always granted
-// (landlockEtcFiles before the table); TestLandlockBoundaries proves what
-// stays denied.
+// the 20 entries the Landlock mode's policy grants; TestLandlockBoundaries
+// proves what stays denied.
 func TestLandlockEtcAllowListIsUnchanged(t *testing.T) {
 	require.ElementsMatch(t, []string{
 		"/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d",
@@ -55,7 +55,7 @@ func TestLandlockEtcAllowListIsUnchanged(t *testing.T) {
 		"/etc/hosts", "/etc/host.conf", "/etc/resolv.conf", "/etc/gai.conf",
 		"/etc/localtime", "/etc/timezone", "/etc/protocols", "/etc/services",
 		"/etc/mime.types", "/etc/os-release", "/etc/ssl", "/etc/ca-certificates",
-		"/etc/alternatives",
+		"/etc/debian_version", "/etc/alternatives",
 	}, etcAllowList(IsolationLandlock))
 	p := newLandlockPolicy(landlockView{Home: "/h"})
 	require.ElementsMatch(t, append([]string{"/proc"}, etcAllowList(IsolationLandlock)...), p.ReadOnly)

@@ -1,0 +1,62 @@
+package sandbox
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// userlandProbe asks what everyday programs ask: who runs them, the port
+// of a service name, the system's version; and tries the host secrets
+// /etc holds, which must stay out of reach.
+const userlandProbe = `
+import getpass, os, socket
+print("user", getpass.getuser())
+print("http", socket.getservbyname("http", "tcp"))
+print("tcp", socket.getprotobyname("tcp"))
+for f in ["/etc/debian_version", "/etc/os-release"]:
+    if os.path.exists(f):
+        open(f).read()
+        print("read", f)
+for f in ["/etc/shadow", "/etc/gshadow", "/etc/sudoers", "/etc/machine-id", "/etc/ssh"]:
+    try:
+        if os.path.isdir(f):
+            os.listdir(f)
+        else:
+            open(f).read()
+        print("SECRET", f)
+    except OSError:
+        pass
+`
+
+// TestEverydayProgramsWork: in both isolated modes a program learns its
+// user name (USER, LOGNAME: the sandbox uid has no passwd entry), service
+// and protocol names resolve, and the system's version files read, while
+// /etc's host secrets stay unreadable. The control: the host has the
+// secrets the probe looks for.
+func TestEverydayProgramsWork(t *testing.T) {
+	_, err := os.Stat("/etc/shadow")
+	require.NoError(t, err, "control: the host has /etc/shadow")
+	for _, tc := range []struct {
+		name string
+		r    func(*testing.T) *Runner
+	}{
+		{"namespace", nsRunner},
+		{"landlock", func(t *testing.T) *Runner { return llRunner(t, 1_900_104_000) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := runIn(t, tc.r(t), Spec{Argv: []string{"/usr/bin/python3", "-c", userlandProbe}})
+			require.Equal(t, 0, o.res.ExitCode, o.stderr)
+			require.Contains(t, o.stdout, "user sandbox\n")
+			require.Contains(t, o.stdout, "http 80\n")
+			require.Contains(t, o.stdout, "tcp 6\n")
+			if _, err := os.Stat("/etc/debian_version"); err == nil {
+				require.Contains(t, o.stdout, "read /etc/debian_version\n")
+			}
+			require.NotContains(t, o.stdout, "SECRET", "a host secret under /etc was readable")
+			require.False(t, strings.Contains(o.stderr, "Traceback"), o.stderr)
+		})
+	}
+}
