@@ -175,6 +175,23 @@ func (l Limits) withDefaults(d Limits) Limits {
 	return l
 }
 
+// resolveLimits fills what asked leaves zero from defaults, with two
+// limits following the ones set: a CPU limit not asked for is at least
+// the wall limit (a run given 6 minutes is not cut at the default 5 of
+// CPU), and a file-size limit not asked for is the disk limit when the
+// home has one (a file as large as the disk allows ends in ENOSPC, not
+// SIGXFSZ at the default 256 MiB).
+func resolveLimits(asked, defaults Limits) Limits {
+	l := asked.withDefaults(defaults)
+	if asked.CPU == 0 {
+		l.CPU = max(l.CPU, l.Wall)
+	}
+	if asked.FileSize == 0 && l.Disk > 0 {
+		l.FileSize = l.Disk
+	}
+	return l
+}
+
 // Runner runs commands in sandboxes. It is safe for concurrent use; each
 // Run is independent.
 type Runner struct {
@@ -232,7 +249,7 @@ func (r *Runner) Run(ctx context.Context, spec Spec) (*Result, error) {
 	if len(spec.Argv) == 0 || spec.Argv[0] == "" {
 		return nil, fmt.Errorf("%w: empty argv", ErrInvalidSpec)
 	}
-	spec.Limits = spec.Limits.withDefaults(r.cfg.Defaults)
+	spec.Limits = resolveLimits(spec.Limits, r.cfg.Defaults)
 	res, err := r.runMode(ctx, spec, cmp.Or(spec.Isolation, r.cfg.Isolation))
 	if err == nil && res.ExecError != nil && spec.Stderr != nil {
 		// As a shell says it; the run's own output is drained by now.

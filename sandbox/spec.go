@@ -139,10 +139,10 @@ const (
 // Limits bound one run. Zero means the runner's default (Config.Defaults).
 type Limits struct {
 	Wall      time.Duration // whole tree killed when the command has run this long (from its exec; the setup has its own bound); Result.TimedOut
-	CPU       time.Duration // RLIMIT_CPU
+	CPU       time.Duration // RLIMIT_CPU; when not set, the default or Wall, whichever is larger
 	Memory    int64         // bytes: the run's cgroup memory where available, else RLIMIT_AS (set just before execve)
 	Processes int64         // RLIMIT_NPROC (per uid) and, where available, pids cgroup
-	FileSize  int64         // RLIMIT_FSIZE
+	FileSize  int64         // RLIMIT_FSIZE; when not set and the home has a Disk limit, that limit
 	OpenFiles int64         // RLIMIT_NOFILE
 	TmpSize   int64         // size of the private /tmp and /dev/shm (namespace mode without a disk limit or Spec.TmpInHome; with either they are part of the home)
 	// Disk bounds the home (scratch directory, TMPDIR included) with a

@@ -4,6 +4,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -58,5 +59,31 @@ func TestEverydayProgramsWork(t *testing.T) {
 			require.NotContains(t, o.stdout, "SECRET", "a host secret under /etc was readable")
 			require.False(t, strings.Contains(o.stderr, "Traceback"), o.stderr)
 		})
+	}
+}
+
+// TestLimitsFollowTheOnesSet: a CPU limit not asked for is at least the
+// wall limit, and a file-size limit not asked for is the home's disk
+// limit; limits asked for stay as asked.
+func TestLimitsFollowTheOnesSet(t *testing.T) {
+	t.Parallel()
+	d := DefaultLimits
+	for _, tc := range []struct {
+		name           string
+		asked          Limits
+		cpu            time.Duration
+		fileSize, disk int64
+	}{
+		{"defaults", Limits{}, d.CPU, d.FileSize, 0},
+		{"a longer wall limit", Limits{Wall: 6 * time.Minute}, 6 * time.Minute, d.FileSize, 0},
+		{"a shorter wall limit keeps the default CPU", Limits{Wall: time.Minute}, d.CPU, d.FileSize, 0},
+		{"a disk limit", Limits{Disk: 2 << 30}, d.CPU, 2 << 30, 2 << 30},
+		{"a small disk limit", Limits{Disk: 100 << 20}, d.CPU, 100 << 20, 100 << 20},
+		{"asked for", Limits{Wall: 6 * time.Minute, CPU: time.Minute, FileSize: 1 << 20, Disk: 2 << 30}, time.Minute, 1 << 20, 2 << 30},
+	} {
+		l := resolveLimits(tc.asked, d)
+		require.Equal(t, tc.cpu, l.CPU, tc.name)
+		require.Equal(t, tc.fileSize, l.FileSize, tc.name)
+		require.Equal(t, tc.disk, l.Disk, tc.name)
 	}
 }
