@@ -279,17 +279,18 @@ func TestDiskQuotaHeldHomeIsReleased(t *testing.T) {
 	}
 }
 
-// TestDiskQuotaTmpStaysNoexec: with a bounded home, /tmp and /dev/shm are
-// its directories but stay noexec, as the fresh tmpfs they replace; the
-// control runs the same copy from the home.
-func TestDiskQuotaTmpStaysNoexec(t *testing.T) {
+// TestDiskQuotaTmpRunsPrograms: with a bounded home, /tmp and /dev/shm are
+// its directories, nosuid and nodev as the fresh tmpfs they replace, and
+// programs run from them as from the home (the control).
+func TestDiskQuotaTmpRunsPrograms(t *testing.T) {
 	r := nsRunner(t)
 	for _, dir := range []string{"/tmp", "/dev/shm"} {
-		out := runIn(t, r, Spec{Argv: sh(`cp /bin/true ./t && ./t && echo home-exec; cp /bin/true ` + dir + `/t && ` + dir + `/t || echo no-exec`), Limits: Limits{Disk: 64 << 20}})
+		out := runIn(t, r, Spec{Argv: sh(`cp /bin/true ./t && ./t && echo home-exec; cp /bin/true ` + dir + `/t && ` + dir + `/t && echo tmp-exec`), Limits: Limits{Disk: 64 << 20}})
 		require.Equal(t, 0, out.res.ExitCode, out.stderr)
-		require.Equal(t, "home-exec\nno-exec\n", out.stdout, out.stderr)
-		require.Contains(t, out.stderr, "Permission denied")
+		require.Equal(t, "home-exec\ntmp-exec\n", out.stdout, out.stderr)
 	}
+	out := runIn(t, r, Spec{Argv: sh(`grep -E '^[0-9]+ [0-9]+ [^ ]+ [^ ]+ /(tmp|dev/shm) ' /proc/self/mountinfo | cut -d' ' -f5,6`), Limits: Limits{Disk: 64 << 20}})
+	requireNosuidNodev(t, strings.Split(strings.TrimSpace(out.stdout), "\n"))
 }
 
 // TestDiskQuotaOfADeadWorkerIsSwept: a SIGKILLed root worker leaves its

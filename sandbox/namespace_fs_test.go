@@ -145,14 +145,16 @@ func TestWorkerEnvironmentIsNotVisible(t *testing.T) {
 	require.Equal(t, fmt.Sprintf("ERR %d\n", unix.ENOENT), o.stdout)
 }
 
-func TestTmpIsPrivateNoexecAndSizeCapped(t *testing.T) {
+// TestTmpIsPrivateAndSizeCapped: the namespace mode's /tmp is its own
+// (the host's is invisible), capped at its size, nosuid and nodev, and
+// programs run from it as from the home (the control).
+func TestTmpIsPrivateAndSizeCapped(t *testing.T) {
 	r := nsRunner(t)
 	marker, err := os.CreateTemp("", "warren-host-tmp-marker-")
 	require.NoError(t, err)
 	require.NoError(t, marker.Close())
 	t.Cleanup(func() { _ = os.Remove(marker.Name()) })
 
-	// Exec from scratch works (control), from /tmp does not.
 	script := `
 cp /bin/true "$HOME/t" && "$HOME/t" && echo scratch-exec-ok
 cp /bin/true /tmp/t && /tmp/t; echo "tmp-exec=$?"
@@ -160,11 +162,12 @@ test -e ` + marker.Name() + ` && echo host-tmp-visible
 dd if=/dev/zero of=/tmp/fill bs=1M count=16 2>/dev/null; echo "fill=$?"
 du -k /tmp/fill | cut -f1
 dd if=/dev/zero of="$HOME/fill" bs=1M count=16 2>/dev/null; echo "scratch-fill=$?"
+grep -E '^[0-9]+ [0-9]+ [^ ]+ [^ ]+ /(tmp|dev/shm) ' /proc/self/mountinfo | cut -d' ' -f5,6
 `
 	o := runIn(t, r, Spec{Argv: sh(script), Limits: Limits{TmpSize: 4 << 20}})
 	lines := strings.Split(strings.TrimSpace(o.stdout), "\n")
 	require.Equal(t, "scratch-exec-ok", lines[0], "control: exec from scratch works")
-	require.Equal(t, "tmp-exec=126", lines[1], "exec from /tmp is denied (noexec)")
+	require.Equal(t, "tmp-exec=0", lines[1], "exec from /tmp works as from the home")
 	require.NotContains(t, o.stdout, "host-tmp-visible")
 	require.Equal(t, "fill=1", lines[2], "/tmp fills up at its size cap")
 	var kb int
@@ -172,6 +175,18 @@ dd if=/dev/zero of="$HOME/fill" bs=1M count=16 2>/dev/null; echo "scratch-fill=$
 	require.NoError(t, err)
 	require.LessOrEqual(t, kb, 4096)
 	require.Equal(t, "scratch-fill=0", lines[4], "control: the same write fits in scratch")
+	requireNosuidNodev(t, lines[5:])
+}
+
+// requireNosuidNodev holds /tmp and /dev/shm (mountinfo's mount point and
+// options, one line each) to nosuid and nodev.
+func requireNosuidNodev(t *testing.T, mounts []string) {
+	t.Helper()
+	require.Len(t, mounts, 2, "one /tmp and one /dev/shm mount: %q", mounts)
+	for _, m := range mounts {
+		require.Regexp(t, `^/(tmp|dev/shm) .*\bnosuid\b`, m)
+		require.Regexp(t, `\bnodev\b`, m)
+	}
 }
 
 func TestAllowListedFileCannotBeRenamedOrModified(t *testing.T) {

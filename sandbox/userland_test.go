@@ -87,3 +87,24 @@ func TestLimitsFollowTheOnesSet(t *testing.T) {
 		require.Equal(t, tc.disk, l.Disk, tc.name)
 	}
 }
+
+// TestProgramsRunFromTmp: a program the sandbox writes in its TMPDIR (a
+// compiler's output, a venv's interpreter) runs, as one in its home does
+// (the control), in each mode: namespace cold, a template's task, and
+// Landlock, whose TMPDIR is a directory of the home.
+func TestProgramsRunFromTmp(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		r    func(*testing.T) *Runner
+	}{
+		{"namespace", nsRunner},
+		{"template", func(t *testing.T) *Runner { return templateRunner(t, 1) }},
+		{"landlock", func(t *testing.T) *Runner { return llRunner(t, 1_900_104_010) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := runIn(t, tc.r(t), Spec{Argv: sh(`cp /bin/true "$HOME/t" && "$HOME/t" && echo home-exec; cp /bin/true "$TMPDIR/t" && "$TMPDIR/t" && echo tmp-exec`)})
+			require.Equal(t, 0, o.res.ExitCode, o.stderr)
+			require.Equal(t, "home-exec\ntmp-exec\n", o.stdout, o.stderr)
+		})
+	}
+}

@@ -66,9 +66,10 @@ func openTmpIn(home string) ([]openedSource, error) {
 	return out, nil
 }
 
-// bindNoexec binds a directory of the bounded home at path under root,
-// nosuid, nodev and noexec like the fresh tmpfs it replaces.
-func bindNoexec(root int, src openedSource, path string) error {
+// bindTmp binds a directory of the bounded home at path under root,
+// nosuid and nodev like the fresh tmpfs it replaces. Programs may run
+// from it, as from the home it is part of.
+func bindTmp(root int, src openedSource, path string) error {
 	target, err := makeTarget(root, path, true)
 	if err != nil {
 		return fmt.Errorf("create mount point: %w", err)
@@ -77,6 +78,6 @@ func bindNoexec(root int, src openedSource, path string) error {
 	if err := unix.Mount(fdPath(src.fd), fdPath(target), "", unix.MS_BIND, ""); err != nil {
 		return err
 	}
-	flags := uintptr(unix.MS_REMOUNT|unix.MS_BIND|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC) | src.flags
+	flags := uintptr(unix.MS_REMOUNT|unix.MS_BIND|unix.MS_NOSUID|unix.MS_NODEV) | src.flags
 	return unix.Mount("", fdPath(root)+path, "", flags, "")
 }

@@ -108,9 +108,12 @@ func setupNamespace(ns *NSConfig) error {
 	}
 	// /tmp first: the scratch directory (and a toolchain) may live under
 	// the host's /tmp and is then bound on top of the private one.
-	tmpfsFlags := uintptr(unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC)
+	// /tmp and /dev/shm are the sandbox's own, like its home: programs it
+	// writes there may run (a compiler's output, a venv's interpreter),
+	// never as setuid or through a device node.
+	tmpfsFlags := uintptr(unix.MS_NOSUID | unix.MS_NODEV)
 	if tmpSrcs != nil {
-		if err := bindNoexec(root, tmpSrcs[0], "/tmp"); err != nil {
+		if err := bindTmp(root, tmpSrcs[0], "/tmp"); err != nil {
 			return fail("bind /tmp", ns.TmpIn+"/"+tmpInDirs[0], err)
 		}
 	} else if err := mountFresh(root, "/tmp", "tmpfs", tmpfsFlags, fmt.Sprintf("mode=1777,size=%d,nr_inodes=%d", ns.TmpSize, TmpfsInodes(ns.TmpSize))); err != nil {
@@ -130,13 +133,13 @@ func setupNamespace(ns *NSConfig) error {
 		}
 	}
 	if tmpSrcs != nil {
-		if err := bindNoexec(root, tmpSrcs[1], "/dev/shm"); err != nil {
+		if err := bindTmp(root, tmpSrcs[1], "/dev/shm"); err != nil {
 			return fail("bind /dev/shm", ns.TmpIn+"/"+tmpInDirs[1], err)
 		}
 	} else if err := mountFresh(root, "/dev/shm", "tmpfs", tmpfsFlags, fmt.Sprintf("mode=1777,size=%d,nr_inodes=%d", ns.ShmSize, TmpfsInodes(ns.ShmSize))); err != nil {
 		return fail("mount /dev/shm", "/dev/shm", err)
 	}
-	if err := mountFresh(root, "/proc", "proc", tmpfsFlags, ""); err != nil {
+	if err := mountFresh(root, "/proc", "proc", uintptr(unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC), ""); err != nil {
 		return fail("mount /proc", "/proc", err)
 	}
 	if err := hideAll(root, ns.Hide); err != nil {

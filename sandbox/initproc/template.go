@@ -304,7 +304,7 @@ func setupFresh(f *Fresh) error {
 	}
 	defer unix.Close(root)
 	for i, p := range []string{"/tmp", "/dev/shm"} {
-		if err := bindNoexec(root, srcs[i], p); err != nil {
+		if err := bindTmp(root, srcs[i], p); err != nil {
 			return fail(Step("bind "+p), f.Home.Path+"/"+tmpInDirs[i], err)
 		}
 	}
