@@ -5,9 +5,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"github.com/warrenhq/warren/broker"
 	"github.com/warrenhq/warren/messages"
-	"github.com/warrenhq/warren/scheduler"
 )
 
 // TestAuthCancelOnlyInItsOwnNamespace: bob cannot reach alice's cancel
@@ -22,18 +20,10 @@ func TestAuthCancelOnlyInItsOwnNamespace(t *testing.T) {
 	require.NoError(t, err)
 	aliceCancels, err := alice.js.KeyValue(ctx10(t), messages.Namespace{Tenant: "alice"}.Cancel())
 	require.NoError(t, err)
-	sc, err := scheduler.New(alice.nc, scheduler.Config{APIPrefix: broker.TenantAPIPrefix, Tenant: "alice"})
-	require.NoError(t, err)
+	sc := tenantClient(t, alice, "alice")
 	run := func(batch, shell string) *messages.Result {
 		t.Helper()
-		b, err := scheduler.NewBatch([]messages.Task{{ID: "t1", Kind: messages.KindExec, Shell: shell}}, scheduler.BatchOptions{Batch: batch, Tenant: "alice"})
-		require.NoError(t, err)
-		_, err = sc.Publish(ctx10(t), b)
-		require.NoError(t, err)
-		var got *messages.Result
-		_, err = sc.Collect(ctx10(t), scheduler.CollectOptions{Batch: b.ID, OnResult: func(r *messages.Result) error { got = r; return nil }})
-		require.NoError(t, err)
-		return got
+		return runOne(t, sc, "alice", batch, messages.Task{ID: "t1", Kind: messages.KindExec, Shell: shell})
 	}
 
 	// A queued task: the forged keys (whole attempt and the task) are there

@@ -11,7 +11,6 @@ import (
 
 	"github.com/warrenhq/warren/broker"
 	"github.com/warrenhq/warren/messages"
-	"github.com/warrenhq/warren/scheduler"
 )
 
 // TestAuthInvalidTaskAnsweredOnlyInItsPublishersBatch: bob publishes, on
@@ -47,15 +46,7 @@ func TestAuthInvalidTaskAnsweredOnlyInItsPublishersBatch(t *testing.T) {
 
 	_, err = aliceEvents.NextMsg(200 * time.Millisecond)
 	require.ErrorIs(t, err, nats.ErrTimeout, "an event reached alice's subjects")
-	sc, err := scheduler.New(alice.nc, scheduler.Config{APIPrefix: broker.TenantAPIPrefix, Tenant: "alice"})
-	require.NoError(t, err)
-	b, err := scheduler.NewBatch([]messages.Task{{ID: "t1", Kind: messages.KindExec, Shell: "echo mine"}}, scheduler.BatchOptions{Batch: "b1", Tenant: "alice"})
-	require.NoError(t, err)
-	_, err = sc.Publish(ctx10(t), b)
-	require.NoError(t, err)
-	var got *messages.Result
-	_, err = sc.Collect(ctx10(t), scheduler.CollectOptions{Batch: b.ID, OnResult: func(r *messages.Result) error { got = r; return nil }})
-	require.NoError(t, err)
+	got := runOne(t, tenantClient(t, alice, "alice"), "alice", "b1", messages.Task{ID: "t1", Kind: messages.KindExec, Shell: "echo mine"})
 	require.Equal(t, messages.StatusOK, got.Status, "alice's own task ran: %+v", got)
 	require.Contains(t, string(got.Stdout), "mine")
 }

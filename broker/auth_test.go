@@ -120,6 +120,27 @@ func ctx10(t *testing.T) context.Context {
 	return ctx
 }
 
+// tenantClient is a scheduler client of tenant on c, as the CLI makes it.
+func tenantClient(t *testing.T, c *client, tenant string) *scheduler.Client {
+	t.Helper()
+	sc, err := scheduler.New(c.nc, scheduler.Config{APIPrefix: broker.TenantAPIPrefix, Tenant: tenant})
+	require.NoError(t, err)
+	return sc
+}
+
+// runOne publishes task alone as tenant's batch and returns its result.
+func runOne(t *testing.T, sc *scheduler.Client, tenant, batch string, task messages.Task) *messages.Result {
+	t.Helper()
+	b, err := scheduler.NewBatch([]messages.Task{task}, scheduler.BatchOptions{Batch: batch, Tenant: tenant})
+	require.NoError(t, err)
+	_, err = sc.Publish(ctx10(t), b)
+	require.NoError(t, err)
+	var got *messages.Result
+	_, err = sc.Collect(ctx10(t), scheduler.CollectOptions{Batch: b.ID, OnResult: func(r *messages.Result) error { got = r; return nil }})
+	require.NoError(t, err)
+	return got
+}
+
 func TestAuthInitConfigLoadsWithServerParser(t *testing.T) {
 	d, err := broker.InitAuthDir(t.TempDir(), broker.InitOptions{TLS: true})
 	require.NoError(t, err)

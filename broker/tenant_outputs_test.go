@@ -7,9 +7,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
-	"github.com/warrenhq/warren/broker"
 	"github.com/warrenhq/warren/messages"
-	"github.com/warrenhq/warren/scheduler"
 )
 
 // TestTenantReadsItsLargeOutputs: a tenant's task whose stdout is too
@@ -21,19 +19,11 @@ func TestTenantReadsItsLargeOutputs(t *testing.T) {
 	f := startAuthFleet(t)
 	startTenantWorker(t, f)
 	alice, bob := f.as(t, "alice.creds"), f.as(t, "bob.creds")
-	sc, err := scheduler.New(alice.nc, scheduler.Config{APIPrefix: broker.TenantAPIPrefix, Tenant: "alice"})
-	require.NoError(t, err)
+	sc := tenantClient(t, alice, "alice")
 	const size = 2 << 20 // over a result's inline output
-	b, err := scheduler.NewBatch([]messages.Task{{ID: "big", Kind: messages.KindExec,
+	got := runOne(t, sc, "alice", "outs", messages.Task{ID: "big", Kind: messages.KindExec,
 		Shell:   "head -c 2097152 /dev/zero | tr '\\0' x; echo kept > out.txt",
-		Outputs: []string{"out.txt"}, Limits: messages.Limits{OutputBytes: 4 << 20}}},
-		scheduler.BatchOptions{Batch: "outs", Tenant: "alice"})
-	require.NoError(t, err)
-	_, err = sc.Publish(ctx10(t), b)
-	require.NoError(t, err)
-	var got *messages.Result
-	_, err = sc.Collect(ctx10(t), scheduler.CollectOptions{Batch: b.ID, OnResult: func(r *messages.Result) error { got = r; return nil }})
-	require.NoError(t, err)
+		Outputs: []string{"out.txt"}, Limits: messages.Limits{OutputBytes: 4 << 20}})
 	require.Equal(t, messages.StatusOK, got.Status, "%+v", got.Error)
 	require.Len(t, got.Stdout, size, "the whole stdout, read back from the tenant's outputs store")
 	require.Equal(t, strings.Repeat("x", 16), string(got.Stdout)[:16])

@@ -21,12 +21,7 @@ import (
 // sizes the streams to it and works. The control: the default limits on
 // the same disk are refused as more than the server's storage.
 func TestEmbeddedBrokerFitsASmallDisk(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("mounts a tmpfs: needs root (CI runs as root)")
-	}
-	disk := t.TempDir()
-	require.NoError(t, unix.Mount("tmpfs", disk, "tmpfs", 0, "size=4g"))
-	t.Cleanup(func() { _ = unix.Unmount(disk, unix.MNT_DETACH) })
+	disk := tmpfsDisk(t, "4g")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 
@@ -52,15 +47,23 @@ func TestEmbeddedBrokerFitsASmallDisk(t *testing.T) {
 // embedded broker says so, with the disk it needs, before it creates any
 // (rather than the server's "insufficient storage" halfway through).
 func TestEmbeddedBrokerRefusesATooSmallDisk(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("mounts a tmpfs: needs root (CI runs as root)")
-	}
-	disk := t.TempDir()
-	require.NoError(t, unix.Mount("tmpfs", disk, "tmpfs", 0, "size=64m"))
-	t.Cleanup(func() { _ = unix.Unmount(disk, unix.MNT_DETACH) })
+	disk := tmpfsDisk(t, "64m")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	r := runClientIn(t, ctx, "", filepath.Join(disk, "data"), "", "hosts")
 	require.Error(t, r.err)
 	require.Regexp(t, `streams and buckets need at least [0-9.]+ MiB .*give the data dir at least [0-9.]+ MiB of free disk`, r.err.Error())
+}
+
+// tmpfsDisk is a directory on a tmpfs of size (mount's size= option),
+// unmounted at the test's end.
+func tmpfsDisk(t *testing.T, size string) string {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("mounts a tmpfs: needs root (CI runs as root)")
+	}
+	disk := t.TempDir()
+	require.NoError(t, unix.Mount("tmpfs", disk, "tmpfs", 0, "size="+size))
+	t.Cleanup(func() { _ = unix.Unmount(disk, unix.MNT_DETACH) })
+	return disk
 }
