@@ -54,3 +54,8 @@ func SplitIDs(ids []string) [][]string { return splitIDs(ids) }
 func (c *Client) SkewResults(stall time.Duration, skew func(n int, cfg *jetstream.OrderedConsumerConfig)) {
 	c.resultStall, c.skewResults = stall, skew
 }
+
+// Retry runs fn as the client retries an operation on the broker.
+func Retry[T any](ctx context.Context, c *Client, what string, fn func() (T, error)) (T, error) {
+	return retry(ctx, c, what, fn)
+}

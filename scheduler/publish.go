@@ -347,6 +347,7 @@ func (c *Client) publishAll(ctx context.Context, msgs []*nats.Msg) (stored, dups
 				} else {
 					stored++
 				}
+				p.r.recovered()
 				return nil
 			case perr := <-p.fut.Err():
 				if errors.Is(perr, jetstream.ErrStreamMessageExceedsMaximum) {

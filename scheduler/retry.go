@@ -69,6 +69,14 @@ func (r *retrier) again(ctx context.Context, err error, wait bool) error {
 	return nil
 }
 
+// recovered tells Config.OnOutage that the operation went through after
+// failing: the outage it reported is over.
+func (r *retrier) recovered() {
+	if r.tries > 0 {
+		r.c.outage(Outage{Op: r.what, Over: true})
+	}
+}
+
 // retry runs fn until it succeeds, fails for good, or the broker has been
 // unavailable for Config.RetryFor.
 func retry[T any](ctx context.Context, c *Client, what string, fn func() (T, error)) (T, error) {
@@ -76,6 +84,7 @@ func retry[T any](ctx context.Context, c *Client, what string, fn func() (T, err
 	for {
 		v, err := fn()
 		if err == nil {
+			r.recovered()
 			return v, nil
 		}
 		if gerr := r.again(ctx, err, true); gerr != nil {

@@ -56,7 +56,7 @@ func (r *outageReport) note(o scheduler.Outage) {
 	r.printed = now
 	left := max(o.Left, 0).Round(time.Second)
 	if o.Reachable {
-		fmt.Fprintf(r.w, "warren: broker at %s is not answering (%s: %v), retrying for %s more (--retry-for %s)\n", r.url, o.Op, o.Err, left, r.retryFor)
+		fmt.Fprintf(r.w, "warren: broker at %s is connected but does not answer in time (it may be restarting, or its disk full; %s: %v), retrying for %s more (--retry-for %s)\n", r.url, o.Op, o.Err, left, r.retryFor)
 		return
 	}
 	fmt.Fprintf(r.w, "warren: broker unreachable at %s, retrying for %s more (--retry-for %s)\n", r.url, left, r.retryFor)
