@@ -32,7 +32,7 @@ func TestDecodeTaskRefusesWithStableCodes(t *testing.T) {
 		{name: "trailing data", raw: `{"v":1,"id":"a","batch":"b","kind":"exec","argv":["x"]} {}`, code: messages.CodeMalformed},
 		{name: "wrong type", raw: `{"v":1,"id":5}`, code: messages.CodeMalformed, field: "id"},
 		{name: "unknown field", raw: `{"v":1,"id":"a","batch":"b","kind":"exec","agrv":["x"]}`, code: messages.CodeMalformed},
-		{name: "bad utf8", raw: "{\"v\":1,\"id\":\"\xff\"}", code: messages.CodeInvalidUTF8},
+		{name: "bad utf8", raw: "{\"v\":1,\"id\":\"\xff\"}", code: messages.CodeInvalidUTF8, field: "id"},
 		{name: "version", mut: func(t *messages.Task) { t.V = 2 }, code: messages.CodeVersion, field: "v"},
 		{name: "missing id", mut: func(t *messages.Task) { t.ID = "" }, code: messages.CodeMissingField, field: "id"},
 		{name: "id with dot", mut: func(t *messages.Task) { t.ID = "a.b" }, code: messages.CodeInvalidField, field: "id"},
