@@ -84,7 +84,8 @@ func TestBigBatchPublishesAndCollects(t *testing.T) {
 // answerAll is a fake worker: it reads the batch's n tasks from the task
 // stream and stores an ok result for each. Results are published
 // asynchronously, and each one whose publication failed (a loaded broker
-// times an ack out) is published again, as a worker's store retries.
+// times an ack out, or stalls the publisher) is published again, as a
+// worker's store retries.
 func (x *bundle) answerAll(ctx context.Context, batch string, n int) error {
 	cons, err := x.b.JS.OrderedConsumer(ctx, messages.StreamTasks, jetstream.OrderedConsumerConfig{FilterSubjects: []string{messages.BatchTaskFilter(batch)}})
 	if err != nil {
@@ -109,7 +110,13 @@ func (x *bundle) answerAll(ctx context.Context, batch string, n int) error {
 		}
 		f, err := x.b.JS.PublishAsync(messages.ResultSubject(batch, 1, id), data)
 		if err != nil {
-			return err
+			// Too many acks outstanding on a loaded broker (the stall):
+			// this one is stored synchronously, as a worker's store
+			// retries.
+			if _, err := retryPublish(ctx, x.b.JS, messages.ResultSubject(batch, 1, id), data); err != nil {
+				return err
+			}
+			continue
 		}
 		pending = append(pending, f)
 	}
